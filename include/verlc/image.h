@@ -99,11 +99,11 @@ typedef struct vc_vl_image_config {
      * that best fits the image (resize_to_max_canvas: to_max_canvas), plus the whole image as one tile past one;
      * torchvision's resize, bfloat16 normalization */
     int llama4, to_max_canvas;
-    /* transformers' torchvision backend (the class transformers 5 picks where torchvision is installed): its
-     * antialiased uint8 resize (vc_image_resize_tv) and its rescale and normalize fused in float32 ((x - mean / f) /
-     * (std / f), f the rescale factor); 0: the PIL backend's (Pillow's resize, x f in float64 then (x - mean) / std in
-     * float32). Set by VERLC_IMAGE_BACKEND (torchvision or pil), else by an image_processor_type ending in Fast
-     * (transformers 4's torchvision classes); Llama 4's processor is torchvision's only */
+    /* transformers' torchvision backend (the class transformers 5, verl's, picks wherever torchvision is installed;
+     * the default): its antialiased uint8 resize (vc_image_resize_tv) and its rescale and normalize fused in float32
+     * ((x - mean / f) / (std / f), f the rescale factor); 0: the PIL backend's (Pillow's resize, x f in float64 then
+     * (x - mean) / std in float32), by VERLC_IMAGE_BACKEND=pil. Kimi-VL's and Kimi K2.5's hub processors are their
+     * remote code's (0); Llama 4's and transformers 5's Kimi K2.5 processor are torchvision's only */
     int tv;
 } vc_vl_image_config;
 

@@ -161,11 +161,10 @@ vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c) {
     vc_status st = vc_json_load_file(file, &j);
     if (st == VC_OK && !cJSON_IsObject(j)) st = vc_fail(VC_ERR_FORMAT, "%s: not a JSON object", file);
     if (st == VC_OK) st = parse_config(j, c, file);
-    const char *type = NULL, *env = getenv("VERLC_IMAGE_BACKEND");
-    size_t tl = 0;
-    if (st == VC_OK && (st = vc_json_get_str(j, "image_processor_type", NULL, &type, file)) == VC_OK && type)
-        tl = strlen(type);
-    c->tv = c->tv || c->llama4 || (tl > 4 && !strcmp(type + tl - 4, "Fast"));
+    const char *env = getenv("VERLC_IMAGE_BACKEND");
+    /* transformers 5 (verl's) picks the torchvision class wherever torchvision is installed, as verl's installs have
+     * it; Kimi-VL's and Kimi K2.5's hub processors are their remote code's (Pillow and NumPy) */
+    c->tv = c->kimi ? c->tv : 1;
     if (st == VC_OK && env && *env && !c->llama4 && !c->kimi) {
         if (strcmp(env, "torchvision") && strcmp(env, "pil"))
             st = vc_fail(VC_ERR_ARG, "VERLC_IMAGE_BACKEND=%s: torchvision or pil", env);

@@ -360,6 +360,7 @@ static void zoom(vc_tokenizer *tok, vc_chat_template *tmpl) {
 }
 
 int main(void) {
+    setenv("VERLC_IMAGE_BACKEND", "pil", 1); /* (the references' images are the PIL backend's) */
     snprintf(dir, sizeof dir, "/tmp/verlc_agent_vl_%d", (int)getpid());
     char mk[200];
     snprintf(mk, sizeof mk, "mkdir -p %s", dir);

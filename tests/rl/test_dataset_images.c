@@ -6,6 +6,7 @@
 #include "../../src/rl/demo_internal.h"
 #include "rl_demo_util.h"
 #include "vc_test.h"
+#include <stdlib.h>
 #include "verlc/chat_template.h"
 #include "verlc/data.h"
 #include "verlc/image.h"
@@ -382,6 +383,8 @@ static void test_trainer(void) {
 }
 
 int main(void) {
+    setenv("VERLC_IMAGE_BACKEND", "pil", 1); /* (the references are the PIL backend's; tests/vision/test_tv_proc.c
+                                              * checks the torchvision one, the default) */
     if (!vc_test_have_shared()) return vc_test_done();
     char tp[512], *text = NULL;
     size_t n = 0;

@@ -6,6 +6,7 @@
  * second_per_grid_ts; bad video rows refused naming file:line. */
 #include "rl/http_batch.h"
 #include "vc_test.h"
+#include <stdlib.h>
 #include "../../src/data/vl_rows.h"
 #include "verlc/chat_template.h"
 #include "verlc/data.h"
@@ -188,6 +189,7 @@ static void bad_rows(void) {
 }
 
 int main(void) {
+    setenv("VERLC_IMAGE_BACKEND", "pil", 1); /* (the references' images are the PIL backend's) */
     if (!vc_test_have_shared()) return vc_test_done();
     char tp[512], *text = NULL;
     size_t n = 0;

@@ -3,6 +3,7 @@
  * it, against transformers 5.25's Gemma3ImageProcessorPil (tools/fixtures/make_gemma3_image_fixture.py): the pixel
  * values of five images at two settings, the prompt markup (Gemma3Processor's full_image_sequence), bad configs. */
 #include "vc_test.h"
+#include <stdlib.h>
 #include "vision_helpers.h"
 #include "data/vl_rows.h"
 #include <math.h>
@@ -99,6 +100,8 @@ static void bad_configs(void) {
 }
 
 int main(void) {
+    setenv("VERLC_IMAGE_BACKEND", "pil", 1); /* (the references are the PIL backend's; tests/vision/test_tv_proc.c
+                                              * checks the torchvision one, the default) */
     check_pixels();
     unresized();
     markup();

@@ -5,6 +5,7 @@
  * at two settings, the sizes it refuses, Gemma4Processor's markup (begin-of-image, the image token once per soft token,
  * end-of-image around each image token of the template), bad configs. */
 #include "vc_test.h"
+#include <stdlib.h>
 #include "vision_helpers.h"
 #include "data/vl_rows.h"
 #include <math.h>
@@ -76,6 +77,8 @@ static void bad_configs(void) {
 }
 
 int main(void) {
+    setenv("VERLC_IMAGE_BACKEND", "pil", 1); /* (the references are the PIL backend's; tests/vision/test_tv_proc.c
+                                              * checks the torchvision one, the default) */
     check_pixels();
     sizes();
     markup();

@@ -2,6 +2,7 @@
  * qwen_vl_utils' fetch_image, as verl runs it, against transformers 5.24 (tools/fixtures/make_glm4v_image_fixture.py):
  * smart_resize over a grid of sizes and bounds, preprocessor_config.json, and the pixel values of five images. */
 #include "vc_test.h"
+#include <stdlib.h>
 #include "vision_helpers.h"
 #include <math.h>
 
@@ -86,6 +87,8 @@ static void check_pixels(void) {
 }
 
 int main(void) {
+    setenv("VERLC_IMAGE_BACKEND", "pil", 1); /* (the references are the PIL backend's; tests/vision/test_tv_proc.c
+                                              * checks the torchvision one, the default) */
     check_smart_resize();
     check_pixels();
     return vc_test_done();

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "vc_test.h"
+#include <stdlib.h>
 #include "vision_helpers.h"
 
 static cJSON *REF;
@@ -288,6 +289,8 @@ static void check_fetch(void) {
 }
 
 int main(void) {
+    setenv("VERLC_IMAGE_BACKEND", "pil", 1); /* (the references are the PIL backend's; tests/vision/test_tv_proc.c
+                                              * checks the torchvision one, the default) */
     CHECK_OK(vc_json_load_file(vis_path("reference.json"), &REF));
     CHECK_OK(vc_ckpt_open(vis_path("reference.safetensors"), &CK));
     if (REF && CK) {
