@@ -707,7 +707,12 @@ static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, vc_vl_vid
     else if (vc_model_load_vision(t->actor)) /* (the tower loads with the model where verlc builds it) */
         snprintf(why, cap, "%s", vc_last_error());
     else if (!pre || !vc_file_exists(pre)) snprintf(why, cap, "%s/preprocessor_config.json is not there", t->model_path);
-    else if (!(st = vc_vl_image_config_load(pre, vl))) o->vl = vl;
+    else if (!(st = vc_vl_image_config_load(pre, vl))) {
+        o->vl = vl;
+        vc_info("images: %s's processor on the %s backend%s", pre, vl->tv ? "torchvision" : vl->kimi ? "checkpoint's own"
+                : "PIL", vl->tv && !vl->llama4 && !vl->kimi ? " (transformers 5's default; VERLC_IMAGE_BACKEND=pil for "
+                "the other)" : "");
+    }
     if (o->vl) { /* the processor's image token: the tokenizer's text of config.json's image_token_id */
         const vc_model_config *mc = vc_model_cfg(t->actor);
         int id = mc->image_id;
