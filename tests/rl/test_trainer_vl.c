@@ -523,15 +523,13 @@ static void families(void) {
     printf("Gemma 3 with use_prefix_grouper: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
     CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "Gemma 3 with use_prefix_grouper: rollout vs trainer %g, "
               "step-1 KL %g", diff, kl);
-    /* under LoRA: adapters on Kimi-VL's and Kimi K2.5's tower and projector linears (wqkv, wo, fc0, fc1, linear_1 /
-     * proj.0, linear_2 / proj.2: the remote code's names) and on
+    /* under LoRA: adapters on Kimi-VL's tower and projector linears (wqkv, wo, fc0, fc1, linear_1, linear_2: the remote
+     * code's names; Kimi K2.5's are the same tower's, its projector's proj.0 / proj.2) and on
      * Gemma 3's tower linears (q / k / v / out_proj, fc1, fc2; its projection matrix is no nn.Linear), PEFT's names
      * (the release build) */
     if (LIGHT) return;
     family_lora("model_kimi", "vision_tower.encoder.blocks.0.wqkv.weight", "vision_tower.encoder.blocks.0.norm0.weight",
                 "vision_tower.encoder.blocks.0.mlp.fc0", "multi_modal_projector.linear_1");
-    family_lora("model_k25", "vision_tower.encoder.blocks.0.wqkv.weight", "vision_tower.encoder.blocks.0.norm1.weight",
-                "vision_tower.encoder.blocks.0.mlp.fc1", "mm_projector.proj.0");
     family_lora("model_gemma", "model.vision_tower.encoder.layers.0.self_attn.k_proj.weight",
                 "model.vision_tower.encoder.layers.0.layer_norm1.weight", "model.vision_tower.encoder.layers.0.mlp.fc1",
                 "model.vision_tower.encoder.layers.0.self_attn.q_proj");
