@@ -4,6 +4,17 @@
 #include "model_internal.h"
 #include <string.h>
 
+/* an image's tokens and the texts between them (span tokens from t) at plain positions from cur */
+static vc_status plain_span(int64_t *pos, int64_t T, int64_t t, int64_t cur, int64_t span, int64_t *n_out, int64_t *adv,
+                            int64_t *maxp) {
+    for (int64_t k = 0; k < span; k++) {
+        for (int x = 0; x < 3 && pos; x++) pos[x * T + t + k] = cur + k;
+        if (cur + k > *maxp) *maxp = cur + k;
+    }
+    *n_out = span, *adv = span;
+    return VC_OK;
+}
+
 /* image i's run at t of sequence s: its tokens take (cur + frame, cur + row, cur + column) of the merged grid */
 static vc_status image_run(const vc_model *m, const vc_batch *b, int s, int64_t t, int64_t t1, int i, int64_t cur,
                            int64_t *pos, int64_t T, int64_t *n_out, int64_t *adv, int64_t *maxp) {
@@ -31,12 +42,7 @@ static vc_status image_run(const vc_model *m, const vc_batch *b, int s, int64_t 
                                (long long)r, (long long)k);
             span += k + (r + 1 < H);
         }
-        for (int64_t k = 0; k < span; k++) {
-            for (int x = 0; x < 3 && pos; x++) pos[x * T + t + k] = cur + k;
-            if (cur + k > *maxp) *maxp = cur + k;
-        }
-        *n_out = span, *adv = span;
-        return VC_OK;
+        return plain_span(pos, T, t, cur, span, n_out, adv, maxp);
     }
     if (m->cfg.image_wrap == 3 && run != n) { /* Llama 4's processor: a run of image tokens a tile, one or two
                                                * separators between (tile_x / tile_y, and <|image|> before the whole-
@@ -55,12 +61,7 @@ static vc_status image_run(const vc_model *m, const vc_batch *b, int s, int64_t 
                                (long long)tile, (long long)k);
             span += k + (tile + 1 < gr[0] ? gap : 0);
         }
-        for (int64_t k = 0; k < span; k++) {
-            for (int x = 0; x < 3 && pos; x++) pos[x * T + t + k] = cur + k;
-            if (cur + k > *maxp) *maxp = cur + k;
-        }
-        *n_out = span, *adv = span;
-        return VC_OK;
+        return plain_span(pos, T, t, cur, span, n_out, adv, maxp);
     }
     if (run != n)
         return vc_fail(VC_ERR_ARG, "sequence %d: image %d (grid %d x %d x %d) needs %lld image tokens from position "

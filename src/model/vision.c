@@ -82,6 +82,23 @@ int vis_rule_name(const vis_name_rule *r, size_t n, int k, const int64_t *dims, 
     return 0;
 }
 
+vc_status vis_square_key(const cJSON *o, const char *key, int def, const char *ctx, int *out) {
+    const cJSON *v = vc_json_member(o, key);
+    *out = def;
+    if (!v) return VC_OK;
+    if (cJSON_IsArray(v)) {
+        const cJSON *a = cJSON_GetArrayItem(v, 0), *b = cJSON_GetArrayItem(v, 1);
+        if (cJSON_GetArraySize(v) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) || a->valuedouble != b->valuedouble)
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: key '%s' must be one integer or two equal ones (a square)", ctx,
+                           key);
+        v = a;
+    }
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1 || v->valuedouble > 1 << 16)
+        return vc_fail(VC_ERR_FORMAT, "%s: key '%s' is not an integer in [1, 65536]", ctx, key);
+    *out = (int)v->valuedouble;
+    return VC_OK;
+}
+
 vc_status vis_parse_act(const cJSON *o, const char *key, const char *ctx, int *act) {
     const char *a = NULL;
     vc_status st = vc_json_get_str(o, key, NULL, &a, ctx);

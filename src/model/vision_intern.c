@@ -12,24 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* key (an int or a [height, width] list of one value twice: a square) */
-static vc_status square_key(const cJSON *o, const char *key, int def, const char *ctx, int *out) {
-    const cJSON *v = vc_json_member(o, key);
-    *out = def;
-    if (!v) return VC_OK;
-    if (cJSON_IsArray(v)) {
-        const cJSON *a = cJSON_GetArrayItem(v, 0), *b = cJSON_GetArrayItem(v, 1);
-        if (cJSON_GetArraySize(v) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) || a->valuedouble != b->valuedouble)
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: key '%s' must be one integer or two equal ones (square tiles)", ctx,
-                           key);
-        v = a;
-    }
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1 || v->valuedouble > 1 << 16)
-        return vc_fail(VC_ERR_FORMAT, "%s: key '%s' is not an integer in [1, 65536]", ctx, key);
-    *out = (int)v->valuedouble;
-    return VC_OK;
-}
-
 /* the keys beside vision_config: downsample_ratio (1 / merge), the projector's activation, the features' layer and
  * selection */
 static vc_status parse_top(const cJSON *root, const char *top, vis_cfg *c) {
@@ -56,8 +38,8 @@ vc_status vis_parse_intern(const cJSON *o, const cJSON *root, int64_t text_hidde
     vis_top_ctx(ctx, top, sizeof top);
     vc_status st = vis_parse_vit(o, ctx, c, 24, 1024, 16, 4096);
     if (!st) st = vis_get_int(o, "num_channels", 3, 3, 3, &c->in_ch, ctx);
-    if (!st) st = square_key(o, "image_size", 448, ctx, &image);
-    if (!st) st = square_key(o, "patch_size", 14, ctx, &c->patch);
+    if (!st) st = vis_square_key(o, "image_size", 448, ctx, &image);
+    if (!st) st = vis_square_key(o, "patch_size", 14, ctx, &c->patch);
     if (!st) st = vc_json_get_num(o, "layer_norm_eps", 1e-6, &eps, ctx);
     if (!st) st = vc_json_get_bool(o, "attention_bias", 0, &c->qkv_bias, ctx);
     if (!st) st = vc_json_get_bool(o, "use_qk_norm", 0, &c->qk_norm, ctx);

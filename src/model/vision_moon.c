@@ -4,23 +4,7 @@
  * its own projector's names (mm_projector.pre_norm, proj.0, proj.2). */
 #include "verlc/json.h"
 #include "vision_priv.h"
-#include <math.h>
 #include <string.h>
-
-/* merge_kernel_size: two equal integers (a square merge), 2 by default */
-static vc_status parse_merge(const cJSON *o, const char *ctx, vis_cfg *c) {
-    const cJSON *mk = vc_json_member(o, "merge_kernel_size");
-    c->merge = 2;
-    if (!mk) return VC_OK;
-    const cJSON *a = cJSON_GetArrayItem(mk, 0), *b = cJSON_GetArrayItem(mk, 1);
-    if (!cJSON_IsArray(mk) || cJSON_GetArraySize(mk) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) ||
-        a->valuedouble != b->valuedouble || !(a->valuedouble >= 1 && a->valuedouble <= 64) ||
-        a->valuedouble != floor(a->valuedouble))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'merge_kernel_size' must be two equal integers in [1, 64] (a square "
-                       "merge)", ctx);
-    c->merge = (int)a->valuedouble;
-    return VC_OK;
-}
 
 /* a string key that verlc builds at one value only (absent: that value) */
 static vc_status only(const cJSON *o, const char *key, const char *want, const char *ctx) {
@@ -47,7 +31,8 @@ vc_status vis_parse_moon(const cJSON *o, const cJSON *root, int64_t text_hidden,
     if (!st) st = vis_get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
     if (!st) st = vis_get_int(o, "init_pos_emb_height pos_emb_height", 64, 1, 512, &c->side, ctx);
     if (!st) st = vis_get_int(o, "init_pos_emb_width pos_emb_width", 64, 1, 512, &c->side_w, ctx);
-    if (!st) st = parse_merge(o, ctx, c);
+    if (!st) st = vis_square_key(o, "merge_kernel_size", 2, ctx, &c->merge);
+    if (!st && c->merge > 64) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'merge_kernel_size' is %d, over 64", ctx, c->merge);
     c->act = VC_ACT_GELU_TANH, c->m_act = VC_ACT_GELU_ERF;
     if (!st && k25) st = vis_parse_act(o, "hidden_act", ctx, &c->act);
     if (!st && k25) st = vis_parse_act(o, "projector_hidden_act", ctx, &c->m_act);

@@ -116,6 +116,8 @@ typedef struct {
 /* rule k of r[n]: *name and its shape from dims (*ndim 2 when it has columns); 0 when none */
 int vis_rule_name(const vis_name_rule *r, size_t n, int k, const int64_t *dims, int64_t *shape, int *ndim,
                   const char **name);
+/* key of o as one integer in [1, 65536] or two equal ones ([height, width] of a square), def when absent */
+vc_status vis_square_key(const cJSON *o, const char *key, int def, const char *ctx, int *out);
 /* o's activation key (hidden_act, ...) as a VC_ACT_* (unchanged when absent) */
 vc_status vis_parse_act(const cJSON *o, const char *key, const char *ctx, int *act);
 /* x W^T + b of slot k of block b with bias slot kb (-1: none), plus the slot's LoRA adapter while adapters are on */

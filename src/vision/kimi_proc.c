@@ -14,20 +14,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* merge_kernel_size of o: two equal integers in [1, 64] (a square merge; with one_ok a single integer too, as vLLM's
+ * port of Kimi K2.5's processor reads it); unchanged when absent */
+static vc_status merge_key(const cJSON *o, int one_ok, const char *file, int64_t *out) {
+    const cJSON *mk = vc_json_member(o, "merge_kernel_size");
+    if (!mk) return VC_OK;
+    int pair = cJSON_IsArray(mk) && cJSON_GetArraySize(mk) == 2;
+    const cJSON *a = pair ? cJSON_GetArrayItem(mk, 0) : mk, *b = pair ? cJSON_GetArrayItem(mk, 1) : mk;
+    if ((!pair && !one_ok) || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) || a->valuedouble != b->valuedouble ||
+        !(a->valuedouble >= 1 && a->valuedouble <= 64) || a->valuedouble != floor(a->valuedouble))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: merge_kernel_size must be %stwo equal integers in [1, 64] (a square merge)",
+                       file, one_ok ? "an integer or " : "");
+    *out = (int64_t)a->valuedouble;
+    return VC_OK;
+}
+
 vc_status vc_vl_kimi_parse(const cJSON *j, vc_vl_image_config *c, const char *file) {
     int64_t p = 14, lim = 4096, mk = 2;
     vc_status st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file);
     if (!st) st = vc_vl_get_pos_int(j, "in_token_limit", INT64_C(1) << 30, &lim, file);
     if (!st) st = vc_json_get_bool(j, "pad_input", 0, &c->pad_input, file);
-    const cJSON *m = vc_json_member(j, "merge_kernel_size");
-    if (!st && m) {
-        const cJSON *a = cJSON_GetArrayItem(m, 0), *b = cJSON_GetArrayItem(m, 1);
-        if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) ||
-            a->valuedouble != b->valuedouble || !(a->valuedouble >= 1 && a->valuedouble <= 64) ||
-            a->valuedouble != floor(a->valuedouble))
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: merge_kernel_size must be two equal integers in [1, 64]", file);
-        mk = (int64_t)a->valuedouble;
-    }
+    if (!st) st = merge_key(j, 0, file, &mk);
     if (!st) st = vc_vl_get_triple(j, "image_mean", c->image_mean, 0, file);
     if (!st) st = vc_vl_get_triple(j, "image_std", c->image_std, 1, file);
     c->kimi = 1, c->patch_size = (int)p, c->in_token_limit = lim, c->merge_size = (int)mk, c->temporal_patch_size = 1;
@@ -35,26 +42,16 @@ vc_status vc_vl_kimi_parse(const cJSON *j, vc_vl_image_config *c, const char *fi
     return st;
 }
 
-static int whole(const cJSON *x) { return cJSON_IsNumber(x) && x->valuedouble == floor(x->valuedouble); }
-
 /* Kimi K2.5's keys: media_proc_cfg's (fixed_output_tokens null; its video keys are not read) */
 vc_status vc_vl_kimi25_parse(const cJSON *j, vc_vl_image_config *c, const char *file) {
-    const cJSON *m = vc_json_member(j, "media_proc_cfg"), *mk = vc_json_member(m, "merge_kernel_size");
+    const cJSON *m = vc_json_member(j, "media_proc_cfg");
     const cJSON *fixed = vc_json_member(m, "fixed_output_tokens");
     int64_t p = 14, lim = 16384, side = 512, merge = 2;
     if (!cJSON_IsObject(m)) return vc_fail(VC_ERR_FORMAT, "%s: media_proc_cfg is not an object", file);
     if (fixed && !cJSON_IsNull(fixed))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: media_proc_cfg.fixed_output_tokens is set (only null, each image's own "
                        "token count, is built)", file);
-    const cJSON *a = cJSON_IsArray(mk) && cJSON_GetArraySize(mk) == 2 ? cJSON_GetArrayItem(mk, 0) : mk;
-    const cJSON *b = a == mk ? mk : cJSON_GetArrayItem(mk, 1);
-    if (mk && !(whole(a) && whole(b) && a->valuedouble == b->valuedouble))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: media_proc_cfg.merge_kernel_size must be an integer or two equal ones (a "
-                       "square merge)", file);
-    if (mk) merge = (int64_t)a->valuedouble;
-    vc_status st = merge >= 1 && merge <= 64 ? VC_OK
-                                             : vc_fail(VC_ERR_ARG, "%s: media_proc_cfg.merge_kernel_size = %lld (1 to 64)",
-                                                       file, (long long)merge);
+    vc_status st = merge_key(m, 1, file, &merge);
     if (!st) st = vc_vl_get_pos_int(m, "patch_size", 1024, &p, file);
     if (!st) st = vc_vl_get_pos_int(m, "in_patch_limit", INT64_C(1) << 30, &lim, file);
     if (!st) st = vc_vl_get_pos_int(m, "patch_limit_on_one_side", 1 << 16, &side, file);

@@ -522,6 +522,13 @@ static void bad_checkpoints(void) {
     edited_fails(G4_DIR, "\"rope_type\": \"axial\"", "\"rope_type\": \"default\"", "rope_type");
     edited_fails(G4_DIR, "\"position_embedding_size\": 16", "\"position_embedding_size\": 32", "position_embedding_table");
     edited_fails(G4_DIR, "\"num_key_value_heads\": 1", "\"num_key_value_heads\": 2", "k_proj.linear.weight");
+    /* Kimi K2.5: a position table or projector it has not; Llama 4: a pixel shuffle its adapter's fc1 does not read */
+    const char *k25 = "tests/fixtures/models/kimi_k25_image", *l4 = "tests/fixtures/models/llama4_image";
+    edited_fails(k25, "\"pos_emb_type\": \"divided_fixed\"", "\"pos_emb_type\": \"learned\"", "pos_emb_type");
+    edited_fails(k25, "\"mm_projector_type\": \"patchmerger\"", "\"mm_projector_type\": \"mlp\"", "mm_projector_type");
+    edited_fails(k25, "\"projector_ln_eps\": 1e-05", "\"projector_ln_eps\": 2", "epsilon");
+    edited_fails(l4, "\"pixel_shuffle_ratio\": 0.5", "\"pixel_shuffle_ratio\": 0.25", "intermediate_size");
+    edited_fails(l4, "\"vision_output_dim\": 48", "\"vision_output_dim\": 40", "vision_output_dim");
     /* Mistral 3: a merge its patch merger does not hold, a rope Pixtral has not */
     const char *m3 = "tests/fixtures/models/mistral3_image";
     edited_fails(m3, "\"spatial_merge_size\": 2", "\"spatial_merge_size\": 3", "merging_layer");
