@@ -10,13 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* 1: cli_sh keeps failing commands off stderr (for tests that expect commands to fail) */
 static int cli_quiet;
 
 /* Runs a printf-formatted shell command line; returns its exit status (0: success; -1: system failed;
- * 128: killed by a signal) and, unless cli_quiet, prints a failing command on stderr. */
+ * 128: killed by a signal) and, unless cli_quiet, prints a failing command on stderr; with VERLC_TEST_TIMES set,
+ * prints each command's seconds on stderr (to find what makes a test slow). */
 static inline int cli_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline int cli_sh(const char *fmt, ...) {
     char cmd[8192];
@@ -24,7 +26,12 @@ static inline int cli_sh(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = system(cmd);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (getenv("VERLC_TEST_TIMES"))
+        fprintf(stderr, "%.2f s: %s\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), cmd);
     if (rc && !cli_quiet) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
     return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }

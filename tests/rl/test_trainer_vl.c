@@ -653,6 +653,6 @@ int main(void) {
     videos();
     families();
     printf("rollout vs trainer max probability diff %g\n", diff);
-    if (!vc_t_fail) cli_sh("rm -rf %s", dir);
+    if (!vc_t_fail && !getenv("VERLC_KEEP")) cli_sh("rm -rf %s", dir);
     return vc_test_done();
 }

@@ -16,7 +16,7 @@ int main(void) {
              " && echo '{\"other\": 1}' >> %2$s/train.jsonl && sed -n 6,10p %3$s/data/gsm8k/train.jsonl >> %2$s/train.jsonl"
              " && sed -n 11,13p %3$s/data/gsm8k/train.jsonl > %2$s/val.jsonl%4$s", NULL) == 0);
     const char *common = "%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/train.jsonl "
-                         "--val %2$s/val.jsonl --prompt-key question --response-key answer max_length=80 "
+                         "--val %2$s/val.jsonl --prompt-key question --response-key answer max_length=40 "
                          "truncation=left train_batch_size=3 micro_batch_size=2 lr=1e-2 epochs=2 seed=5 "
                          "warmup_steps=1 threads=1 quiet=1 %4$s 2> %2$s/log.txt";
     char extra[512];
@@ -318,7 +318,7 @@ int main(void) {
     CHECK_MSG(mz[0] > 100 && mz[1] == 0, "muon + LoRA: %ld first, %ld second moments not 0", mz[0], mz[1]);
     /* without --out: verl's trainer.default_local_dir, checkpoints/PROJECT/EXPERIMENT under the working directory */
     CHECK(sh("B=$(realpath %1$s) && cd %2$s && $B sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/train.jsonl "
-             "--prompt-key question --response-key answer max_length=80 truncation=left train_batch_size=3 "
+             "--prompt-key question --response-key answer max_length=40 truncation=left train_batch_size=3 "
              "micro_batch_size=2 max_steps=1 threads=1 quiet=1 trainer.project_name=proj trainer.experiment_name=exp 2> %2$s/log.txt && "
              "test $(grep -c train/loss %2$s/checkpoints/proj/exp/metrics.jsonl) = 1%4$s", NULL) == 0);
     snprintf(extra, sizeof extra, "--out %s/mg2 optim=megatron engine.tensor_model_parallel_size=2 max_steps=1", TMP);
