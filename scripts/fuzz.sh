@@ -4,7 +4,7 @@
 # time, continuing past findings. Findings land in build-fuzz/findings/NAME/ (crash-*, timeout-*, oom-*, leak-*),
 # each a reproducer: build-fuzz/fuzz_NAME FILE. Exit status 1 when any harness found something.
 #   scripts/fuzz.sh [SECONDS] [NAME...]     (NAME: reward, dataset, chat, jinja, config, lora, overrides, safetensors,
-#                                           image, vlproc, video, tok, parquet, torch_bin; a harness with a NAME.dict beside it
+#                                           image, vlproc, vidproc, video, tok, parquet, torch_bin; a harness with a NAME.dict beside it
 #                                           runs with that dictionary)
 # Run from the repository root; the shared fixtures are read from $VERLC_SHARED (default ../shared).
 set -euo pipefail
@@ -46,13 +46,15 @@ seed() { # name dir
         cp "$f" "$d/$(echo "$f" | tr / _)"; done ;;
     vlproc) find tests/fixtures "$VERLC_SHARED"/fixtures -name preprocessor_config.json | while read -r f; do
         { printf '\x25\x31\x83'; cat "$f"; } >"$d/$(echo "$f" | tr / _)"; done ;;
+    vidproc) find tests/fixtures "$VERLC_SHARED"/fixtures -name "*preprocessor_config.json" | while read -r f; do
+        { printf '\x2f\x1b\x81\x05\x21\x00\x40\x03\x05\x30\x50\x03'; cat "$f"; } >"$d/$(echo "$f" | tr / _)"; done ;;
     image) for f in tests/fixtures/vision/images/*; do
         if [[ $(stat -c %s "$f") -lt 20000 ]]; then { printf '\0'; cat "$f"; } >"$d/$(basename "$f")"; fi; done ;;
     esac
 }
 
 found=0
-ALL="reward dataset chat jinja config lora overrides safetensors image vlproc video tok parquet torch_bin"
+ALL="reward dataset chat jinja config lora overrides safetensors image vlproc vidproc video tok parquet torch_bin"
 for n in ${*:-$ALL}; do
     src=$(ls tests/*/fuzz_"$n".c 2>/dev/null | head -1)
     [[ -n $src ]] || { echo "fuzz.sh: no harness tests/*/fuzz_$n.c" >&2; exit 2; }
