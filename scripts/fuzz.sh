@@ -40,7 +40,7 @@ seed() { # name dir
     tok) cp tests/tokenizer/corpus/* "$d" ;;
     config) for f in tests/fixtures/models/*/config.json "$VERLC_SHARED"/fixtures/models/*/config.json; do
         if [[ -f $f ]]; then cp "$f" "$d/$(basename "$(dirname "$f")")"; fi; done ;;
-    parquet) cp tests/fixtures/parquet/*.parquet "$d" ;;
+    parquet) cp tests/fixtures/parquet/*.parquet tests/fixtures/vision/dataset/rows_hf*.parquet "$d" ;;
     torch_bin) cp $(find tests/fixtures/torch_bin -name "*.bin") "$d" ;;
     safetensors) find tests/fixtures -name "*.safetensors" -size -64k | head -20 | while read -r f; do
         cp "$f" "$d/$(echo "$f" | tr / _)"; done ;;

@@ -74,7 +74,7 @@ static int cmd_jsonl(int argc, char **argv) {
     }
     if (!in || !out) return usage();
     vc_jsonl *d = NULL;
-    vc_status st = vc_jsonl_read(in, VC_JSONL_STRICT, &d);
+    vc_status st = vc_jsonl_read(in, VC_JSONL_STRICT | VC_JSONL_HF_IMAGES, &d); /* (as `verlc train` reads it) */
     vc_strbuf b = { 0 };
     for (size_t i = 0; !st && i < d->n_rows; i++) {
         char *row = vc_json_print(d->rows[i], 0);

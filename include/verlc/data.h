@@ -12,6 +12,10 @@ enum {
     VC_JSONL_STRICT = 0,            /* the first malformed line fails the read with VC_ERR_FORMAT */
     VC_JSONL_SKIP_BAD = 1,          /* malformed lines are skipped, counted and their messages kept */
     VC_JSONL_NONFINITE_AS_NULL = 2, /* accept Python's bare NaN / Infinity / -Infinity as null */
+    /* a Parquet file's Hugging Face datasets Image features read as datasets.load_dataset reads them (verl's
+     * RLHFDataset: PIL images), their image objects marked "pil": true; without it as pandas reads them (verl's SFT
+     * datasets: {bytes, path} dicts) */
+    VC_JSONL_HF_IMAGES = 4,
 };
 #define VC_JSONL_MAX_BAD 64 /* messages kept for skipped lines (the count has no limit) */
 

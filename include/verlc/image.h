@@ -44,6 +44,9 @@ typedef enum vc_image_alpha {
     /* transformers' convert_to_rgb (the image processor's do_convert_rgb on a PIL image): an alpha band or a tRNS
      * colour / palette alpha composited onto white (Image.alpha_composite). For RGBA both give the same bytes. */
     VC_ALPHA_TRANSFORMERS,
+    /* Image.convert("RGB") for every mode, RGBA's alpha dropped too: verl's _build_messages on a PIL image, which it
+     * gets where Hugging Face datasets decodes an Image feature (a Parquet file written by `datasets`) */
+    VC_ALPHA_CONVERT_RGB,
 } vc_image_alpha;
 
 /* Decodes PNG or JPEG bytes (told apart by their magic; GIF, WebP, BMP, TIFF, ... refused by name) into out->rgb

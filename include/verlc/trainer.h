@@ -28,6 +28,9 @@ typedef struct vc_rl_image {
                                 * whole-image tile); 0 elsewhere */
     int64_t tokens;            /* its <|image_pad|> tokens in ids: t h w / merge_size^2 */
     int width, height;         /* the decoded source's pixels (0 where not known) */
+    int pil;                   /* a PIL image in verl ({"bytes": ..., "pil": true}: a Parquet column that Hugging Face
+                                * datasets decodes as its Image feature): _build_messages converts it to RGB (an
+                                * alpha band dropped, not pasted on white) before fetch_image */
     /* a video (an entry of the row's data.video_key list; src its path, or NULL for a frame list): its frames
      * sampled, sized and processed together. Qwen3-VL / Qwen3.5 split it into one entry per frame group (group of
      * groups, each with its timestamp ts in seconds); Qwen2-VL / Qwen2.5-VL keep one entry (groups 0; t_scale:

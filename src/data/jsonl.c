@@ -170,14 +170,15 @@ static vc_status take_parquet_row(void *user, cJSON *row, int64_t index) {
 }
 
 /* a Parquet file (PAR1 magic): its rows, numbered from 1 in place of lines */
-static vc_status read_parquet(const char *path, FILE *f, vc_jsonl **out) {
+static vc_status read_parquet(const char *path, FILE *f, int policy, vc_jsonl **out) {
     struct stat sb;
     if (fstat(fileno(f), &sb)) return vc_fail(VC_ERR_IO, "%s: %s", path, strerror(errno));
     if (sb.st_size < 12) return vc_fail(VC_ERR_FORMAT, "%s: parquet file of %lld bytes", path, (long long)sb.st_size);
     void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
     if (m == MAP_FAILED) return vc_fail(VC_ERR_IO, "%s: %s", path, strerror(errno));
     vc_jsonl *d = jsonl_new(path);
-    vc_status st = d ? pq_rows(path, m, (size_t)sb.st_size, take_parquet_row, d) : VC_ERR_NOMEM;
+    vc_status st = d ? pq_rows(path, m, (size_t)sb.st_size, (policy & VC_JSONL_HF_IMAGES) != 0, take_parquet_row, d)
+                     : VC_ERR_NOMEM;
     munmap(m, (size_t)sb.st_size);
     if (st) vc_jsonl_free(d);
     else *out = d;
@@ -202,7 +203,7 @@ vc_status vc_jsonl_read(const char *path, int policy, vc_jsonl **out) {
     if (!f) return vc_fail(VC_ERR_IO, "%s: %s", path, strerror(errno));
     char magic[4] = { 0 };
     if (fread(magic, 1, 4, f) == 4 && !memcmp(magic, "PAR1", 4)) {
-        vc_status st = read_parquet(path, f, out);
+        vc_status st = read_parquet(path, f, policy, out);
         fclose(f);
         return st;
     }

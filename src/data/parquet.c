@@ -6,7 +6,8 @@
  * NaN), strings and other byte arrays as strings (binary that is not UTF-8, such as image bytes, as a
  * "data:application/octet-stream;base64,..." URI), decimals as numbers, dates as days and timestamps
  * as their integer since the epoch (INT96 as nanoseconds). A column with fewer or more entries than
- * its rows need is an error naming it. */
+ * its rows need is an error naming it. On request, the image columns that Hugging Face datasets decodes to PIL
+ * images (its features in the file's metadata) have their image objects marked "pil": true (parquet_hf.c). */
 #include "parquet.h"
 #include "verlc/json.h"
 #include "verlc/data.h"
@@ -232,7 +233,7 @@ static cJSON *field(asm_ctx *a, const pq_node *n, int depth) {
     return arr;
 }
 
-static vc_status read_group(const pq_file *f, int g, int64_t first, pq_row_fn fn, void *user) {
+static vc_status read_group(const pq_file *f, const pq_hf_cols *hf, int g, int64_t first, pq_row_fn fn, void *user) {
     int L = f->n_leaves;
     asm_ctx a = { .f = f };
     a.cols = vc_calloc((size_t)L, sizeof *a.cols);
@@ -255,6 +256,10 @@ static vc_status read_group(const pq_file *f, int g, int64_t first, pq_row_fn fn
             else st = VC_ERR_NOMEM;
             break;
         }
+        if ((st = pq_hf_mark(hf, row))) {
+            cJSON_Delete(row);
+            break;
+        }
         st = fn(user, row, first + r + 1);
     }
     for (int l = 0; l < L && !st; l++)
@@ -271,14 +276,17 @@ static vc_status read_group(const pq_file *f, int g, int64_t first, pq_row_fn fn
     return st;
 }
 
-vc_status pq_rows(const char *path, const uint8_t *data, size_t size, pq_row_fn fn, void *user) {
+vc_status pq_rows(const char *path, const uint8_t *data, size_t size, int hf_images, pq_row_fn fn, void *user) {
     pq_file f = { .path = path, .data = data, .size = size };
+    pq_hf_cols hf = { 0 };
     vc_status st = pq_meta_read(&f);
+    if (!st && hf_images) st = pq_hf_images(&f, &hf);
     int64_t first = 0;
     for (int g = 0; g < f.n_groups && !st; g++) {
-        st = read_group(&f, g, first, fn, user);
+        st = read_group(&f, &hf, g, first, fn, user);
         first += f.groups[g].num_rows;
     }
+    pq_hf_free(&hf);
     pq_meta_free(&f);
     return st;
 }

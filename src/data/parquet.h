@@ -45,6 +45,7 @@ typedef struct pq_file {
     pq_group *groups;
     int n_groups;
     int64_t num_rows;
+    char *hf_meta; /* the key-value metadata "huggingface" (Hugging Face datasets' features, JSON), NULL: none */
 } pq_file;
 
 /* one value of a leaf column: numbers widened, byte arrays pointing into a page buffer */
@@ -76,10 +77,11 @@ void pq_meta_free(pq_file *f);
 const char *pq_leaf_name(const pq_file *f, int leaf, char *buf, size_t cap);
 
 /* the rows of the parquet file held in data[0, size) as JSON objects: fn takes each row (and owns it,
- * also when it fails) with its 1-based index; the first failure stops the read */
+ * also when it fails) with its 1-based index; the first failure stops the read. hf_images: Hugging Face datasets'
+ * Image columns' image objects marked "pil": true (pq_hf_mark) */
 struct cJSON;
 typedef vc_status (*pq_row_fn)(void *user, struct cJSON *row, int64_t index);
-vc_status pq_rows(const char *path, const uint8_t *data, size_t size, pq_row_fn fn, void *user);
+vc_status pq_rows(const char *path, const uint8_t *data, size_t size, int hf_images, pq_row_fn fn, void *user);
 
 /* parquet_enc.c: one PLAIN value of `type` (w bytes at q: numbers widened, byte arrays pointing at q);
  * the DELTA_* and BYTE_STREAM_SPLIT encodings, 1 when count values decoded */
@@ -89,6 +91,22 @@ int pq_delta_binary(const uint8_t *p, size_t n, int64_t *out, int64_t count, siz
 int pq_delta_strings(const uint8_t *p, size_t n, pq_val *v, int64_t count, int length_only, uint8_t **buf);
 /* BYTE_STREAM_SPLIT; fixed-length byte arrays are gathered into *buf */
 int pq_byte_stream_split(const uint8_t *p, size_t n, int type, int width, pq_val *v, int64_t count, uint8_t **buf);
+
+/* parquet_hf.c: the top-level columns Hugging Face datasets decodes as PIL images (its "huggingface" metadata) */
+enum { PQ_HF_IMAGE = 1, PQ_HF_IMAGE_LIST };
+typedef struct pq_hf_col {
+    char *name;
+    int kind;   /* PQ_HF_IMAGE: an Image feature; PQ_HF_IMAGE_LIST: a list of them */
+    char *mode; /* the feature's mode (NULL: none) */
+} pq_hf_col;
+typedef struct pq_hf_cols {
+    pq_hf_col *cols;
+    int n;
+} pq_hf_cols;
+vc_status pq_hf_images(const pq_file *f, pq_hf_cols *out);
+/* row's image objects in those columns get "pil": true (and "pil_mode" where the feature has a mode) */
+vc_status pq_hf_mark(const pq_hf_cols *h, struct cJSON *row);
+void pq_hf_free(pq_hf_cols *h);
 
 /* leaf column `leaf` of row group g */
 vc_status pq_column_read(const pq_file *f, int g, int leaf, pq_column *out);

@@ -304,6 +304,30 @@ static vc_status read_schema(tc_reader *r, pq_file *f) {
     return st;
 }
 
+/* FileMetaData's key_value_metadata: list<KeyValue {1: key, 2: value}>; keeps "huggingface"'s value */
+static vc_status read_key_values(tc_reader *r, pq_file *f) {
+    int et, last, id, t;
+    int64_t n = tc_list(r, &et);
+    for (int64_t i = 0; i < n && !r->bad && et == TC_STRUCT; i++) {
+        const uint8_t *key = NULL, *val = NULL;
+        size_t kn = 0, vn = 0;
+        last = 0;
+        while (tc_field(r, &last, &id, &t)) {
+            if (id == 1 && t == TC_BINARY) key = tc_binary(r, &kn);
+            else if (id == 2 && t == TC_BINARY) val = tc_binary(r, &vn);
+            else tc_skip(r, t);
+        }
+        if (key && val && kn == 11 && !memcmp(key, "huggingface", 11) && !f->hf_meta) {
+            if (!(f->hf_meta = malloc(vn + 1))) return VC_ERR_NOMEM;
+            memcpy(f->hf_meta, val, vn);
+            f->hf_meta[vn] = 0;
+        }
+    }
+    if (et != TC_STRUCT && n > 0)
+        for (int64_t i = 0; i < n && !r->bad; i++) tc_skip(r, et);
+    return VC_OK;
+}
+
 vc_status pq_meta_read(pq_file *f) {
     if (f->size < 12 || memcmp(f->data, "PAR1", 4) || memcmp(f->data + f->size - 4, "PAR1", 4)) {
         if (f->size >= 8 && !memcmp(f->data + f->size - 4, "PARE", 4))
@@ -322,6 +346,7 @@ vc_status pq_meta_read(pq_file *f) {
             st = read_schema(&r, f);
             have_schema = 1;
         } else if (id == 3 && t == TC_I64) f->num_rows = tc_int(&r);
+        else if (id == 5 && t == TC_LIST) st = read_key_values(&r, f);
         else if (id == 4 && t == TC_LIST && have_schema && !have_groups) {
             int et;
             int64_t n = tc_list(&r, &et);
@@ -351,6 +376,8 @@ void pq_meta_free(pq_file *f) {
     free(f->nodes);
     free(f->leaf_node);
     free(f->groups);
+    free(f->hf_meta);
+    f->hf_meta = NULL;
     f->nodes = NULL;
     f->leaf_node = NULL;
     f->groups = NULL;

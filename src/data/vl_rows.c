@@ -40,6 +40,15 @@ static vc_status image_options(const char *where, const char *key, int k, const 
         return vc_fail(VC_ERR_FORMAT, "%s: %s[%d]: resized_height / resized_width of %lldx%lld", where, key, k,
                        (long long)rw, (long long)rh);
     if (rh && rw) im->resized_h = (int)rh, im->resized_w = (int)rw; /* fetch_image needs both */
+    const cJSON *pil = cJSON_GetObjectItemCaseSensitive(v, "pil"), *mode = cJSON_GetObjectItemCaseSensitive(v, "pil_mode");
+    if (pil && !cJSON_IsBool(pil))
+        return vc_fail(VC_ERR_FORMAT, "%s: %s[%d].pil must be true or false (true: a PIL image, as Hugging Face "
+                       "datasets decodes an Image feature)", where, key, k);
+    im->pil = cJSON_IsTrue(pil);
+    if (im->pil && mode && !(cJSON_IsString(mode) && !strcmp(mode->valuestring, "RGB")))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s[%d]: an Image feature of mode %s (datasets converts it to that mode "
+                       "before verl's convert(\"RGB\")) is not built; mode RGB or none is", where, key, k,
+                       cJSON_IsString(mode) ? mode->valuestring : "(not a string)");
     return VC_OK;
 }
 
@@ -77,8 +86,9 @@ static vc_status image_source(const char *w, const cJSON *v, const char **src) {
 }
 
 /* decodes an image's source (a base64 data URI, an http(s) URL, a file:// URI or a path) as Pillow opens it and
- * fetch_image's to_rgb converts it */
-static vc_status decode_source(const char *src, const char *what, vc_image *out) {
+ * fetch_image's to_rgb converts it (alpha VC_ALPHA_QWEN_VL_UTILS), or as verl's _build_messages converts a PIL
+ * image, convert("RGB"), before fetch_image (VC_ALPHA_CONVERT_RGB) */
+static vc_status decode_source(const char *src, const char *what, vc_image_alpha alpha, vc_image *out) {
     memset(out, 0, sizeof *out);
     if (vc_url_is_http(src)) { /* (requests.get, then Image.open on the body) */
         uint8_t *bytes = NULL;
@@ -86,7 +96,7 @@ static vc_status decode_source(const char *src, const char *what, vc_image *out)
         char name[512];
         snprintf(name, sizeof name, "%s: %.300s", what, src);
         vc_status st = vc_url_fetch(src, what, &bytes, &n);
-        if (!st) st = vc_image_decode(bytes, n, name, VC_ALPHA_QWEN_VL_UTILS, out);
+        if (!st) st = vc_image_decode(bytes, n, name, alpha, out);
         free(bytes);
         return st;
     }
@@ -95,11 +105,11 @@ static vc_status decode_source(const char *src, const char *what, vc_image *out)
         uint8_t *bytes = NULL;
         size_t n = 0;
         vc_status st = vc_base64_decode(b, strlen(b), what, &bytes, &n);
-        if (!st) st = vc_image_decode(bytes, n, what, VC_ALPHA_QWEN_VL_UTILS, out);
+        if (!st) st = vc_image_decode(bytes, n, what, alpha, out);
         free(bytes);
         return st;
     }
-    vc_status st = vc_image_load(!strncmp(src, "file://", 7) ? src + 7 : src, VC_ALPHA_QWEN_VL_UTILS, out);
+    vc_status st = vc_image_load(!strncmp(src, "file://", 7) ? src + 7 : src, alpha, out);
     return st ? vc_fail_ctx(st, "%s", what) : VC_OK;
 }
 
@@ -109,7 +119,7 @@ vc_status vc_vl_decode_value(const cJSON *v, const char *what, vc_image *out) {
     const char *src = NULL;
     memset(out, 0, sizeof *out);
     vc_status st = image_source(what, v, &src);
-    return st ? st : decode_source(src, what, out);
+    return st ? st : decode_source(src, what, VC_ALPHA_QWEN_VL_UTILS, out);
 }
 
 static vc_vl_fetch_opts fetch_opts(int patch, const vc_rl_image *im) {
@@ -171,7 +181,7 @@ static vc_status parse_image(const cJSON *v, const vc_vl_image_config *c, int pa
     if (!st && cJSON_IsObject(v)) st = image_options(where, key, k, v, im);
     if (st) return st;
     vc_image img;
-    if ((st = decode_source(im->src, what, &img))) return st;
+    if ((st = decode_source(im->src, what, im->pil ? VC_ALPHA_CONVERT_RGB : VC_ALPHA_QWEN_VL_UTILS, &img))) return st;
     st = image_grid(c, patch, &img, what, im);
     im->width = img.width, im->height = img.height;
     vc_image_free(&img);
@@ -473,7 +483,7 @@ static vc_status entry_pixels(const vc_vl_image_config *c, int patch, const vc_v
     }
     vc_image img;
     vc_vl_fetch_opts f = fetch_opts(patch > 0 ? patch : c->patch_size, e);
-    vc_status st = decode_source(e->src, what, &img);
+    vc_status st = decode_source(e->src, what, e->pil ? VC_ALPHA_CONVERT_RGB : VC_ALPHA_QWEN_VL_UTILS, &img);
     if (st) return st;
     st = vc_vl_verl_image(c, &img, &f, what, out);
     vc_image_free(&img);

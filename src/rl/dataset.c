@@ -130,7 +130,7 @@ vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc
     if (!found) return vc_fail(VC_ERR_IO, "%s: dataset file not found", path);
     vc_rl_dataset *d = vc_calloc(1, sizeof *d);
     if (!d) return VC_ERR_NOMEM;
-    vc_status st = vc_jsonl_read(path, VC_JSONL_STRICT, &d->rows);
+    vc_status st = vc_jsonl_read(path, VC_JSONL_STRICT | VC_JSONL_HF_IMAGES, &d->rows); /* (datasets.load_dataset) */
     if (!st && d->rows->n_rows == 0) st = vc_fail(VC_ERR_FORMAT, "%s: dataset has no rows", path);
     size_t n = st ? 0 : d->rows->n_rows;
     int64_t *pick = NULL; /* the rows kept, in their order (NULL: the first n) */

@@ -280,7 +280,7 @@ static void to_rgb(const raw_image *r, vc_image_alpha alpha, uint8_t *dst) {
             a = 0;
         if (comp) {
             for (int k = 0; k < 3; k++) dst[k] = over_white(v[k], a);
-        } else if (r->mode == VC_IMG_RGBA) {
+        } else if (r->mode == VC_IMG_RGBA && alpha == VC_ALPHA_QWEN_VL_UTILS) { /* (VC_ALPHA_CONVERT_RGB: dropped) */
             for (int k = 0; k < 3; k++) dst[k] = paste_white(v[k], a);
         } else {
             memcpy(dst, v, 3); /* Image.convert("RGB") drops alpha and transparency */
@@ -324,10 +324,10 @@ vc_status vc_image_decode(const uint8_t *bytes, size_t n, const char *what, vc_i
     to_rgb(&r, alpha, out->rgb);
     out->width = r.w, out->height = r.h, out->mode = r.mode;
     out->transparent = r.mode == VC_IMG_LA || r.mode == VC_IMG_RGBA || r.has_trns || r.pal_trns;
-    if (alpha == VC_ALPHA_QWEN_VL_UTILS && r.has_trns && (r.mode == VC_IMG_L || r.mode == VC_IMG_RGB)) {
+    if (alpha != VC_ALPHA_TRANSFORMERS && r.has_trns && (r.mode == VC_IMG_L || r.mode == VC_IMG_RGB)) {
         out->has_key = 1;
         for (int k = 0; k < 3; k++) out->key[k] = (uint8_t)(r.trns[k] & 0xff);
-    } else if (alpha == VC_ALPHA_QWEN_VL_UTILS && r.mode == VC_IMG_P && r.pal_key >= 0) {
+    } else if (alpha != VC_ALPHA_TRANSFORMERS && r.mode == VC_IMG_P && r.pal_key >= 0) {
         out->has_key = 1;
         memcpy(out->key, r.pal[r.pal_key], 3);
     }

@@ -214,6 +214,47 @@ static void test_parquet_bytes(void) {
     vc_jsonl_free(j);
 }
 
+/* a Parquet file written by Hugging Face datasets (tools/fixtures/make_hf_parquet_fixture.py): its Image feature
+ * decodes to PIL images, which verl's _build_messages converts with convert("RGB") (an RGBA image's alpha dropped,
+ * not pasted on white as for the {bytes} dicts of a plain Parquet file) before fetch_image; the metadata of datasets 5
+ * (List) and of older versions (Sequence) alike */
+static void test_hf_parquet(void) {
+    vc_checkpoint *keep = REF, *hf = NULL;
+    CHECK_OK(vc_ckpt_open(DIR "reference_hf.safetensors", &hf));
+    const char *files[] = { DIR "rows_hf.parquet", DIR "rows_hf_seq.parquet" };
+    for (int f = 0; f < 2 && hf; f++) {
+        vc_jsonl *j = NULL;
+        const cJSON *im = NULL;
+        CHECK_OK(vc_jsonl_read(files[f], VC_JSONL_STRICT | VC_JSONL_HF_IMAGES, &j));
+        if (j) CHECK_OK(vc_jsonl_field(j, 1, "images", &im));
+        CHECK_MSG(cJSON_GetArraySize(im) == 2 && cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(im, 1), "pil")),
+                  "%s: the Image feature's objects are not marked pil", files[f]);
+        vc_jsonl_free(j);
+        j = NULL, im = NULL; /* as pandas reads it (verl's SFT datasets): {bytes, path} dicts */
+        CHECK_OK(vc_jsonl_read(files[f], VC_JSONL_STRICT, &j));
+        if (j) CHECK_OK(vc_jsonl_field(j, 1, "images", &im));
+        CHECK(cJSON_GetArraySize(im) == 2 && !cJSON_GetObjectItem(cJSON_GetArrayItem(im, 1), "pil"));
+        vc_jsonl_free(j);
+        vc_rl_data_opts o = opts();
+        vc_rl_dataset *d = NULL;
+        CHECK_OK(vc_rl_dataset_load(files[f], TOK, TMPL, &o, &d));
+        REF = hf;
+        CHECK(d && d->n == 3);
+        for (int r = 0; d && r < (int)d->n; r++) {
+            const vc_st_tensor *ids = ref("ids.%d", r);
+            const vc_rl_prompt *p = &d->p[r];
+            CHECK_MSG(ids && ids->shape[0] == p->len && !memcmp(ids->data, p->ids, sizeof(int32_t) * (size_t)p->len),
+                      "%s row %d: %lld ids, transformers' %lld", files[f], r, (long long)p->len,
+                      ids ? (long long)ids->shape[0] : -1LL);
+            CHECK(p->n_images > 0 && p->images[0].pil);
+            cmp_pixels(files[f], d, r);
+        }
+        REF = keep;
+        vc_rl_dataset_free(d);
+    }
+    vc_ckpt_close(hf);
+}
+
 /* ---- bad rows ---- */
 
 static const char *write_rows(const char *name, const char *row2) {
@@ -272,6 +313,11 @@ static void test_bad_rows(void) {
                "more <video> markers in the messages than the 0 videos", NULL);
     expect_bad("b64.jsonl", "<image>what?", "[{\"bytes\": \"data:application/octet-stream;base64,iVB*\"}]", &o,
                VC_ERR_FORMAT, "not base64", NULL);
+    /* a PIL image's marks (parquet_hf.c writes them): a pil that is not a boolean, a datasets mode not built */
+    expect_bad("pil.jsonl", "<image>what?", "[{\"image\": \"" GOOD_IMG "\", \"pil\": 1}]", &o, VC_ERR_FORMAT,
+               "images[0].pil must be true or false", NULL);
+    expect_bad("pil_mode.jsonl", "<image>what?", "[{\"image\": \"" GOOD_IMG "\", \"pil\": true, \"pil_mode\": \"L\"}]",
+               &o, VC_ERR_UNSUPPORTED, "images[0]", "mode L");
     expect_bad("notlist.jsonl", "<image>what?", "\"" GOOD_IMG "\"", &o, VC_ERR_FORMAT, "must be a list", NULL);
     expect_bad("nosrc.jsonl", "<image>what?", "[{\"max_pixels\": 100}]", &o, VC_ERR_FORMAT, "none of bytes", NULL);
     /* a row with videos */
@@ -402,6 +448,7 @@ int main(void) {
         test_golden(DIR "rows.jsonl");
         test_golden(DIR "rows.parquet");
         test_parquet_bytes();
+        test_hf_parquet();
         test_bad_rows();
         test_trainer();
         test_glm4v();
