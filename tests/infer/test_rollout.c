@@ -210,9 +210,10 @@ static void compare_train_logprobs(vc_model *m, const vc_rollout_sample *s, int 
     *max = mx;
 }
 
-/* every instruction set this CPU has (AVX-512, AVX2, scalar: each its own tiles and task shapes) */
-static void test_gemm_row_invariance_isa(int isa) {
-    int64_t M = 37, N = 53, K = 203;
+/* every instruction set this CPU has (AVX-512, AVX2, scalar: each its own tiles and task shapes), at sums of K terms
+ * (short ones take other tiles, reduced several at a time; K % 16 and K % 8: the scalar tails) */
+static void test_gemm_row_invariance_isa(int isa, int64_t K) {
+    int64_t M = 37, N = 53;
     float *A = malloc(M * K * 4), *B = malloc(N * K * 4), *C = malloc(M * N * 4), *c1 = malloc(N * 4);
     for (int64_t i = 0; i < M * K; i++) A[i] = vc_rng_normal(1, 0, 0, (uint64_t)i);
     for (int64_t i = 0; i < N * K; i++) B[i] = vc_rng_normal(2, 0, 0, (uint64_t)i);
@@ -244,8 +245,8 @@ static void test_gemm_row_invariance_isa(int isa) {
             for (int64_t k = 0; k < K; k++) ref += (double)A[i * K + k] * B[j * K + k];
             err = fmax(err, fabs(ref - C[i * N + j]));
         }
-    CHECK_MSG(bad == 0, "instruction set %d: %d row-invariance mismatches", isa, bad);
-    CHECK_MSG(err < 1e-3, "instruction set %d: error %g", isa, err);
+    CHECK_MSG(bad == 0, "instruction set %d, K %lld: %d row-invariance mismatches", isa, (long long)K, bad);
+    CHECK_MSG(err < 1e-3, "instruction set %d, K %lld: error %g", isa, (long long)K, err);
     free(A);
     free(B);
     free(C);
@@ -256,7 +257,8 @@ static void test_gemm_row_invariance(void) {
     int n = 0;
     for (int isa = VC_GEMM_AVX512; isa >= VC_GEMM_SCALAR; isa--)
         if (vc_infer_gemm_set_isa(isa) == 0) {
-            test_gemm_row_invariance_isa(isa);
+            const int64_t ks[] = { 203, 64, 16, 45, 300 };
+            for (int k = 0; k < 5; k++) test_gemm_row_invariance_isa(isa, ks[k]);
             n++;
         }
     printf("row-invariant GEMM: %d instruction sets checked\n", n);
