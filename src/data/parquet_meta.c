@@ -317,11 +317,9 @@ static vc_status read_key_values(tc_reader *r, pq_file *f) {
             else if (id == 2 && t == TC_BINARY) val = tc_binary(r, &vn);
             else tc_skip(r, t);
         }
-        if (key && val && kn == 11 && !memcmp(key, "huggingface", 11) && !f->hf_meta) {
-            if (!(f->hf_meta = malloc(vn + 1))) return VC_ERR_NOMEM;
-            memcpy(f->hf_meta, val, vn);
-            f->hf_meta[vn] = 0;
-        }
+        if (key && val && kn == 11 && !memcmp(key, "huggingface", 11) && !f->hf_meta &&
+            !(f->hf_meta = strndup((const char *)val, vn)))
+            return VC_ERR_NOMEM;
     }
     if (et != TC_STRUCT && n > 0)
         for (int64_t i = 0; i < n && !r->bad; i++) tc_skip(r, et);

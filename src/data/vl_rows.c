@@ -122,6 +122,9 @@ vc_status vc_vl_decode_value(const cJSON *v, const char *what, vc_image *out) {
     return st ? st : decode_source(src, what, VC_ALPHA_QWEN_VL_UTILS, out);
 }
 
+/* how an entry's transparency becomes RGB: fetch_image's to_rgb, or a PIL image's convert("RGB") before it */
+static vc_image_alpha entry_alpha(const vc_rl_image *im) { return im->pil ? VC_ALPHA_CONVERT_RGB : VC_ALPHA_QWEN_VL_UTILS; }
+
 static vc_vl_fetch_opts fetch_opts(int patch, const vc_rl_image *im) {
     vc_vl_fetch_opts f = { .patch_size = patch, .min_pixels = im->min_pixels, .max_pixels = im->max_pixels,
                            .resized_h = im->resized_h, .resized_w = im->resized_w };
@@ -181,7 +184,7 @@ static vc_status parse_image(const cJSON *v, const vc_vl_image_config *c, int pa
     if (!st && cJSON_IsObject(v)) st = image_options(where, key, k, v, im);
     if (st) return st;
     vc_image img;
-    if ((st = decode_source(im->src, what, im->pil ? VC_ALPHA_CONVERT_RGB : VC_ALPHA_QWEN_VL_UTILS, &img))) return st;
+    if ((st = decode_source(im->src, what, entry_alpha(im), &img))) return st;
     st = image_grid(c, patch, &img, what, im);
     im->width = img.width, im->height = img.height;
     vc_image_free(&img);
@@ -483,7 +486,7 @@ static vc_status entry_pixels(const vc_vl_image_config *c, int patch, const vc_v
     }
     vc_image img;
     vc_vl_fetch_opts f = fetch_opts(patch > 0 ? patch : c->patch_size, e);
-    vc_status st = decode_source(e->src, what, e->pil ? VC_ALPHA_CONVERT_RGB : VC_ALPHA_QWEN_VL_UTILS, &img);
+    vc_status st = decode_source(e->src, what, entry_alpha(e), &img);
     if (st) return st;
     st = vc_vl_verl_image(c, &img, &f, what, out);
     vc_image_free(&img);

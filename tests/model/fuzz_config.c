@@ -1,6 +1,7 @@
 /* libFuzzer harness for config.json (not a CTest program; scripts/fuzz.sh builds and runs it): the file parsed as a
  * model config and, where its weights (a vision tower's too) come to at most about 4 M floats by a rough count, a random model built from
  * it and a 4-token forward with log-probs run. Input: the whole file. */
+#include "../fuzz_util.h"
 #include "verlc/model.h"
 #include "verlc/tensor.h"
 #include <cjson/cJSON.h>
@@ -13,9 +14,7 @@ static char dir[64], path[96];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    snprintf(dir, sizeof dir, "/tmp/vc_fuzz_config_XXXXXX");
-    if (!mkdtemp(dir)) abort();
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    fuzz_scratch("config", "config.json", dir, sizeof dir, path, sizeof path);
     return 0;
 }
 

@@ -5,6 +5,7 @@
  * the processor (bit 0: Qwen3-VL's) and the pattern, byte 3 the frame count (1 to 8), bytes 4-11 a video entry's
  * keys (fps, nframes, min / max frames, video_start / video_end, the video's frames and rate), the rest the JSON
  * file. A config whose sizes would take the frames past about 16 M values is left at the load. */
+#include "../fuzz_util.h"
 #include "verlc/image.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,7 @@ static char dir[64], path[96];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    snprintf(dir, sizeof dir, "/tmp/vc_fuzz_vidproc_XXXXXX");
-    if (!mkdtemp(dir)) abort();
-    snprintf(path, sizeof path, "%s/video_preprocessor_config.json", dir);
+    fuzz_scratch("vidproc", "video_preprocessor_config.json", dir, sizeof dir, path, sizeof path);
     return 0;
 }
 

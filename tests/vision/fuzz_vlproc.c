@@ -4,6 +4,7 @@
  * image through it and through verl's fetch_image path. Input: byte 0 and 1 the image's width and height (1 to
  * 256), byte 2 its pattern and the backend, the rest the JSON file. A config whose sizes would take an image
  * past about 16 M pixel values is left at the load (what a processor may legitimately ask for, not a finding). */
+#include "../fuzz_util.h"
 #include "verlc/image.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +15,7 @@ static char dir[64], path[96];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    snprintf(dir, sizeof dir, "/tmp/vc_fuzz_vlproc_XXXXXX");
-    if (!mkdtemp(dir)) abort();
-    snprintf(path, sizeof path, "%s/preprocessor_config.json", dir);
+    fuzz_scratch("vlproc", "preprocessor_config.json", dir, sizeof dir, path, sizeof path);
     return 0;
 }
 
