@@ -10,6 +10,10 @@ compare with PyTorch on the same card.
 
   usage: peer_torch.py --config CFG.json [--out F.env] [--device cuda] [--what train,logprob,generate]
                        [--batch 16 --seq 512 --lp-seq 1024 --gen-batch 256 --prompt 128 --new 256 --iters 3]
+                       [--dtype bf16|f32]
+
+--dtype f32 (for a CPU peer: verlc's CPU path computes in f32) keeps weights and arithmetic in f32 throughout: no
+autocast in training, f32 weights for log-probs and generate.
 
 Prints one line per figure and, with --out, writes TRAIN=, LOGPROB=, GENERATE= (tokens/s) and PEER= (what ran)
 as shell assignments. Exit status 2 when torch / transformers are missing or the config cannot be read.
@@ -40,6 +44,7 @@ def parse():
     p.add_argument("--prompt", type=int, default=128)
     p.add_argument("--new", type=int, default=256)
     p.add_argument("--iters", type=int, default=3)
+    p.add_argument("--dtype", default="bf16", choices=("bf16", "f32"))
     a = p.parse_args()
     for k in ("batch", "seq", "lp_seq", "gen_batch", "prompt", "new", "iters"):
         if getattr(a, k) < 1:
@@ -93,6 +98,11 @@ def make_model(torch, transformers, cfg, dev, dtype):
     return m.to(dev)
 
 
+def wdtype(torch, a):
+    """the weights' dtype where no optimizer keeps f32 masters (log-probs, generate)"""
+    return torch.bfloat16 if a.dtype == "bf16" else torch.float32
+
+
 def bench_train(torch, transformers, cfg, a, clk, nparams):
     m = make_model(torch, transformers, cfg, a.device, torch.float32)
     m.train()
@@ -101,7 +111,7 @@ def bench_train(torch, transformers, cfg, a, clk, nparams):
     ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), device=a.device)
 
     def step():
-        with torch.autocast(device_type=a.device.split(":")[0], dtype=torch.bfloat16):
+        with torch.autocast(device_type=a.device.split(":")[0], dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
             loss = m(input_ids=ids, labels=ids).loss
         loss.backward()
         opt.step()
@@ -109,14 +119,15 @@ def bench_train(torch, transformers, cfg, a, clk, nparams):
 
     dt = clk.per_call(step, 2, a.iters)  # (warm-up: allocator, kernels' autotuning, the optimizer state)
     tps = a.batch * a.seq / dt
-    print(f"peer train: {a.batch} x {a.seq} tokens, {dt * 1e3:.1f} ms/step, {tps:,.0f} tokens/s, "
-          f"MFU {6 * nparams * tps / PEAK_BF16 * 100:.1f}% (6 x {nparams / 1e6:.0f} M params)")
+    mfu = (f", MFU {6 * nparams * tps / PEAK_BF16 * 100:.1f}% (6 x {nparams / 1e6:.0f} M params)"
+           if a.device.startswith("cuda") else f", {6 * nparams * tps / 1e9:.1f} GFLOP/s (6 x {nparams / 1e6:.0f} M params)")
+    print(f"peer train: {a.batch} x {a.seq} tokens, {dt * 1e3:.1f} ms/step, {tps:,.0f} tokens/s{mfu}")
     del m, opt
     return tps
 
 
 def bench_logprob(torch, transformers, cfg, a, clk):
-    m = make_model(torch, transformers, cfg, a.device, torch.bfloat16)
+    m = make_model(torch, transformers, cfg, a.device, wdtype(torch, a))
     m.eval()
     ids = torch.randint(0, cfg.vocab_size, (a.batch, a.lp_seq), device=a.device)
 
@@ -134,7 +145,7 @@ def bench_logprob(torch, transformers, cfg, a, clk):
 
 
 def bench_generate(torch, transformers, cfg, a, clk):
-    m = make_model(torch, transformers, cfg, a.device, torch.bfloat16)
+    m = make_model(torch, transformers, cfg, a.device, wdtype(torch, a))
     m.eval()
     ids = torch.randint(0, cfg.vocab_size, (a.gen_batch, a.prompt), device=a.device)
     mask = torch.ones_like(ids)
@@ -167,7 +178,9 @@ def main():
     cfg = load_config(a.config, transformers)
     clk = Clock(torch, a.device)
     name = torch.cuda.get_device_name(a.device) if a.device.startswith("cuda") else "cpu"
-    peer = f"PyTorch {torch.__version__} + transformers {transformers.__version__} on this {name}"
+    peer = f"PyTorch {torch.__version__} + transformers {transformers.__version__} on this {name}, {a.dtype}"
+    if a.device == "cpu":
+        peer += f", {torch.get_num_threads()} threads"
     print(peer)
     with torch.device("meta"):
         nparams = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(cfg).parameters())

@@ -1,8 +1,9 @@
-/* A row-invariant GEMM for generation: every element of C = A B^T is a dot product computed by one
- * fixed sequence of operations (8-wide FMA accumulation over k, a fixed horizontal sum, a scalar tail),
- * whatever the number of rows, the tile an element falls in, or the thread count. A token's logits
- * therefore do not depend on what else is in the batch, or on whether it was computed in a prefill
- * chunk or a decode step. OpenBLAS gives no such promise (its kernels and blocking change with M). */
+/* A row-invariant GEMM for generation and the forward products: every element of C = A B^T comes from one fixed
+ * sequence of operations (a chain of fused multiply-adds over k in order, then the scaling), whatever the number of
+ * rows, the tile or vector lane an element falls in, the instruction set or the thread count. A token's logits
+ * therefore do not depend on what else is in the batch, on whether it was computed in a prefill chunk or a decode
+ * step, or on whether the machine has AVX-512. OpenBLAS gives no such promise (its kernels and blocking change with
+ * M). */
 #include "infer/infer.h"
 #include "backend/cpu/cpu.h"
 #include "backend/sim/sim.h"
@@ -14,216 +15,209 @@
 #include <pthread.h>
 #include <string.h>
 
-/* rows and columns per task, per instruction set: multiples of the tiles' (AVX2: 2 x 4, 3 x 3 and 1 x 8; AVX-512:
- * 4 x 6 and 1 x 8) */
-#define MB_AVX2 30
-#define MB_512 32
-#define NB 48
+/* Every element is one chain of fused multiply-adds over k in order, then the scaling:
+ *     s = 0; for k = 0 .. K-1: s = fma(a[i][k], b[j][k], s);   c[i][j] = beta != 0 ? fma(beta, c[i][j], alpha s) : alpha s
+ * Each vector lane below runs one element's chain, so the tiles, the vector width (AVX-512, AVX2, scalar), the
+ * number of rows and the threads change which lane or call computes an element, never its bits.
+ *
+ * Two kernels, both lanes over that chain:
+ * - panels (16 rows or more): A's rows packed transposed, a panel of P rows as [K][P] (zeros past M), each k one
+ *   vector load per 16 (or 8) rows and one broadcast of b[j][k] per column: MV vectors of rows x NR columns of
+ *   accumulators, no horizontal sums, B read in place (its rows, 4 bytes a column a step);
+ * - columns (AVX-512, fewer than 16 rows: decode steps): lanes over 16 columns, B's 16 x 16 blocks transposed in
+ *   registers, a broadcast of a[i][k] per row. */
+#define NB 48      /* columns per task (panel kernel) */
+#define NB_COL 64  /* columns per task (column kernel) */
+#define RB 2       /* panels per task */
 
 typedef struct {
-    const float *A, *B;
+    const float *At, *A, *B; /* At: packed panels (panel kernel); A: op(A)'s rows (column kernel) */
     float *C;
-    int64_t M, N, K, lda, ldb, ldc, nmb, mb;
+    int64_t M, N, K, lda, ldb, ldc;
+    int64_t P, W;            /* rows per panel, lanes per vector */
+    int64_t npanel, nrb;     /* panels, row blocks of RB panels */
     float alpha, beta;
 } gemm_ctx;
 
-VC_NO_ASAN static inline float finish(float s, float alpha, float beta, const float *c) {
-    float r = alpha * s;
-    return beta != 0.0f ? fmaf(beta, *c, r) : r;
+VC_NO_ASAN static inline void finish_store(const gemm_ctx *c, float s, int64_t i, int64_t j) {
+    float *out = c->C + i * c->ldc + j, r = c->alpha * s;
+    *out = c->beta != 0.0f ? fmaf(c->beta, *out, r) : r;
 }
 
-/* ---- AVX2 + FMA ---- */
+/* MV vectors of rows x NR columns from panel At (rows i0.., `rows` of them real), columns j0.. */
+#define PANEL_TILE(PFX, ATTR, VT, W, LOAD, FMA, ZERO, SET1, STORE, MV, NR)                                       \
+    ATTR static void PFX##_p##MV##x##NR(const gemm_ctx *c, const float *At, int64_t i0, int64_t rows,          \
+                                        int64_t j0) {                                                           \
+        VT acc[MV][NR];                                                                                         \
+        _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++)                                                   \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) acc[v][j] = ZERO();                           \
+        const float *b[NR];                                                                                     \
+        _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) b[j] = c->B + (j0 + j) * c->ldb;                  \
+        for (int64_t k = 0; k < c->K; k++) {                                                                    \
+            VT a[MV];                                                                                           \
+            _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++) a[v] = LOAD(At + k * (W * MV) + W * v);       \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) {                                             \
+                VT bb = SET1(b[j][k]);                                                                          \
+                _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++) acc[v][j] = FMA(a[v], bb, acc[v][j]);     \
+            }                                                                                                   \
+        }                                                                                                       \
+        float s[NR][W * MV];                                                                                    \
+        for (int j = 0; j < NR; j++)                                                                            \
+            for (int v = 0; v < MV; v++) STORE(s[j] + W * v, acc[v][j]);                                        \
+        for (int64_t i = 0; i < rows; i++)                                                                      \
+            for (int j = 0; j < NR; j++) finish_store(c, s[j][i], i0 + i, j0 + j);                              \
+    }
+
+typedef void (*panel_fn)(const gemm_ctx *c, const float *At, int64_t i0, int64_t rows, int64_t j0);
+
+/* task t: RB panels from row block t % nrb, columns NB from t / nrb: each NR columns across the panels, then the
+ * last columns one at a time */
+static void panel_task(const gemm_ctx *c, int64_t t, int nr, const panel_fn wide[3], const panel_fn one[3]) {
+    int64_t p0 = (t % c->nrb) * RB, p1 = p0 + RB < c->npanel ? p0 + RB : c->npanel;
+    int64_t j0 = (t / c->nrb) * NB, j1 = j0 + NB < c->N ? j0 + NB : c->N;
+    for (int64_t j = j0; j < j1;) {
+        int w = j + nr <= j1;
+        for (int64_t p = p0; p < p1; p++) {
+            int64_t i0 = p * c->P, rows = c->M - i0 < c->P ? c->M - i0 : c->P;
+            int mv = (int)((rows + c->W - 1) / c->W); /* the last panel: as many vectors as its rows need */
+            (w ? wide : one)[mv - 1](c, c->At + i0 * c->K, i0, rows, j);
+        }
+        j += w ? nr : 1;
+    }
+}
+
+/* ---- AVX2 + FMA: panels of 16 rows, 2 x 6 tiles ---- */
 #define AVX __attribute__((target("avx2,fma"))) VC_NO_ASAN
+#define PANEL_AVX(MV, NR)                                                                                       \
+    PANEL_TILE(avx, AVX, __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, _mm256_set1_ps,       \
+               _mm256_storeu_ps, MV, NR)
+PANEL_AVX(1, 6)
+PANEL_AVX(2, 6)
+PANEL_AVX(1, 1)
+PANEL_AVX(2, 1)
 
-AVX static inline float hsum8(__m256 v) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-    return _mm_cvtss_f32(h);
-}
-
-/* MR x NR tile of one instruction set (ATTR: its target attribute; VT, W: its vector type and lanes; LOAD, FMA,
- * ZERO, HSUM: its loads, fused multiply-adds, zero and horizontal sum): acc[i][j] over k in steps of W, then the
- * same per-element tail */
-#define TILE_ISA(NAME, ATTR, VT, W, LOAD, FMA, ZERO, HSUM, MR, NR)                                               \
-    ATTR static void NAME##_##MR##x##NR(const gemm_ctx *c, int64_t i0, int64_t j0) {                            \
-        VT acc[MR][NR];                                                                                         \
-        for (int i = 0; i < MR; i++)                                                                            \
-            for (int j = 0; j < NR; j++) acc[i][j] = ZERO();                                                    \
-        const float *a[MR], *b[NR];                                                                             \
-        for (int i = 0; i < MR; i++) a[i] = c->A + (i0 + i) * c->lda;                                           \
-        for (int j = 0; j < NR; j++) b[j] = c->B + (j0 + j) * c->ldb;                                           \
-        int64_t k = 0;                                                                                          \
-        for (; k + W <= c->K; k += W) {                                                                         \
-            VT av[MR];                                                                                          \
-            for (int i = 0; i < MR; i++) av[i] = LOAD(a[i] + k);                                                \
-            for (int j = 0; j < NR; j++) {                                                                      \
-                VT bv = LOAD(b[j] + k);                                                                         \
-                for (int i = 0; i < MR; i++) acc[i][j] = FMA(av[i], bv, acc[i][j]);                             \
-            }                                                                                                   \
-        }                                                                                                       \
-        for (int i = 0; i < MR; i++)                                                                            \
-            for (int j = 0; j < NR; j++) {                                                                      \
-                float s = HSUM(acc[i][j]);                                                                      \
-                for (int64_t kk = k; kk < c->K; kk++) s = fmaf(a[i][kk], b[j][kk], s);                         \
-                float *out = c->C + (i0 + i) * c->ldc + j0 + j;                                                 \
-                *out = finish(s, c->alpha, c->beta, out);                                                       \
-            }                                                                                                   \
-    }
-#define TILE(MR, NR) TILE_ISA(tile, AVX, __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, hsum8, MR, NR)
-#pragma GCC push_options
-#pragma GCC optimize("unroll-loops")
-TILE(3, 3)
-TILE(3, 1)
-TILE(2, 1)
-TILE(1, 1)
-#pragma GCC pop_options
-
-/* hsum8 of eight vectors at once, lane e of the result holding hsum8(v[e]) bit for bit: the same additions of the
- * same pairs ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), done across the vectors by shuffles instead of one
- * vector at a time */
-AVX static inline __m256 hsum8x8(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4, __m256 v5, __m256 v6,
-                                  __m256 v7) {
-    /* [lo + hi of va | lo + hi of vb]: lanes t0..t3 = l0 + l4, .., l3 + l7 of va, then of vb */
-#define LOHI(va, vb) _mm256_add_ps(_mm256_permute2f128_ps(va, vb, 0x20), _mm256_permute2f128_ps(va, vb, 0x31))
-    __m256 u0 = LOHI(v0, v1), u1 = LOHI(v2, v3), u2 = LOHI(v4, v5), u3 = LOHI(v6, v7);
-#undef LOHI
-    /* t0 + t2, t1 + t3 of two vectors per half */
-#define PAIRS(a, b, l, h) _mm256_add_ps(_mm256_shuffle_ps(a, b, l), _mm256_shuffle_ps(a, b, h))
-    __m256 w0 = PAIRS(u0, u1, _MM_SHUFFLE(1, 0, 1, 0), _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 w1 = PAIRS(u2, u3, _MM_SHUFFLE(1, 0, 1, 0), _MM_SHUFFLE(3, 2, 3, 2));
-    /* (t0 + t2) + (t1 + t3): lanes hold vectors 0 2 4 6 1 3 5 7, put back in order */
-    __m256 x = PAIRS(w0, w1, _MM_SHUFFLE(2, 0, 2, 0), _MM_SHUFFLE(3, 1, 3, 1));
-#undef PAIRS
-    return _mm256_permutevar8x32_ps(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-/* MR x NR tile (MR NR = 8) whose eight sums are reduced together by hsum8x8: the elements' sequences of operations
- * are those of TILE's (the same FMAs over k, the same horizontal sum, tail and finish) */
-#define TILE8(MR, NR)                                                                                           \
-    AVX static void tile_##MR##x##NR(const gemm_ctx *c, int64_t i0, int64_t j0) {                               \
-        __m256 acc[8];                                                                                          \
-        for (int e = 0; e < 8; e++) acc[e] = _mm256_setzero_ps();                                               \
-        const float *a[MR], *b[NR];                                                                             \
-        for (int i = 0; i < MR; i++) a[i] = c->A + (i0 + i) * c->lda;                                           \
-        for (int j = 0; j < NR; j++) b[j] = c->B + (j0 + j) * c->ldb;                                           \
-        int64_t k = 0;                                                                                          \
-        for (; k + 8 <= c->K; k += 8) {                                                                         \
-            __m256 av[MR];                                                                                      \
-            for (int i = 0; i < MR; i++) av[i] = _mm256_loadu_ps(a[i] + k);                                     \
-            for (int j = 0; j < NR; j++) {                                                                      \
-                __m256 bv = _mm256_loadu_ps(b[j] + k);                                                          \
-                for (int i = 0; i < MR; i++) acc[i * NR + j] = _mm256_fmadd_ps(av[i], bv, acc[i * NR + j]);     \
-            }                                                                                                   \
-        }                                                                                                       \
-        __m256 sum = hsum8x8(acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]);                  \
-        if (k == c->K) { /* no tail: finish's operations on the eight at once */                                \
-            __m256 r = _mm256_mul_ps(_mm256_set1_ps(c->alpha), sum);                                            \
-            float *o[MR];                                                                                       \
-            for (int i = 0; i < MR; i++) o[i] = c->C + (i0 + i) * c->ldc + j0;                                  \
-            if (c->beta != 0.0f) {                                                                              \
-                float old[8];                                                                                   \
-                for (int i = 0; i < MR; i++) memcpy(old + i * NR, o[i], NR * sizeof(float));                    \
-                r = _mm256_fmadd_ps(_mm256_set1_ps(c->beta), _mm256_loadu_ps(old), r);                          \
-            }                                                                                                   \
-            if (MR == 1) _mm256_storeu_ps(o[0], r);                                                             \
-            else {                                                                                              \
-                _mm_storeu_ps(o[0], _mm256_castps256_ps128(r));                                                 \
-                _mm_storeu_ps(o[MR - 1], _mm256_extractf128_ps(r, 1));                                          \
-            }                                                                                                   \
-            return;                                                                                             \
-        }                                                                                                       \
-        float s[8];                                                                                             \
-        _mm256_storeu_ps(s, sum);                                                                               \
-        for (int i = 0; i < MR; i++)                                                                            \
-            for (int j = 0; j < NR; j++) {                                                                      \
-                float t = s[i * NR + j];                                                                        \
-                for (int64_t kk = k; kk < c->K; kk++) t = fmaf(a[i][kk], b[j][kk], t);                         \
-                float *out = c->C + (i0 + i) * c->ldc + j0 + j;                                                 \
-                *out = finish(t, c->alpha, c->beta, out);                                                       \
-            }                                                                                                   \
-    }
-/* (no loop-to-memset rewriting: GCC would otherwise zero the accumulators through a call to memset on every tile, a
- * quarter of the time of a tile at K = 64) */
-#pragma GCC push_options
-#pragma GCC optimize("unroll-loops", "no-tree-loop-distribute-patterns")
-TILE8(2, 4)
-TILE8(1, 8)
-#pragma GCC pop_options
-
-/* task t's rows [i0, i1) and columns [j0, j1) */
-static void task_span(const gemm_ctx *c, int64_t t, int64_t *i0, int64_t *i1, int64_t *j0, int64_t *j1) {
-    *i0 = (t % c->nmb) * c->mb;
-    *j0 = (t / c->nmb) * NB;
-    *i1 = *i0 + c->mb < c->M ? *i0 + c->mb : c->M;
-    *j1 = *j0 + NB < c->N ? *j0 + NB : c->N;
-}
-
-typedef void (*tile_fn)(const gemm_ctx *c, int64_t i0, int64_t j0);
-
-/* task t in mr x nr tiles (big), its last columns in mr x 1 tiles, its last rows in 1 x 8 and 1 x 1 tiles: every
- * element by the same sequence of operations whichever tile holds it */
-static void run_tiles(const gemm_ctx *c, int64_t t, int mr, int nr, tile_fn big, tile_fn col1, tile_fn row8,
-                      tile_fn one) {
-    int64_t i0, i1, j0, j1;
-    task_span(c, t, &i0, &i1, &j0, &j1);
-    int64_t i = i0;
-    for (; i + mr <= i1; i += mr) {
-        int64_t j = j0;
-        for (; j + nr <= j1; j += nr) big(c, i, j);
-        for (; j < j1; j++) col1(c, i, j);
-    }
-    for (; i < i1; i++) {
-        int64_t j = j0;
-        for (; j + 8 <= j1; j += 8) row8(c, i, j);
-        for (; j < j1; j++) one(c, i, j);
-    }
-}
-
-/* short sums (K < 128: the horizontal sums a large part of the work) in 2 x 4 tiles reduced eight at a time, long
- * ones in 3 x 3 tiles (fewer loads per FMA): either way every element gets the same bits */
 static void task_avx(void *p, int64_t t) {
-    if (((const gemm_ctx *)p)->K < 128) run_tiles(p, t, 2, 4, tile_2x4, tile_2x1, tile_1x8, tile_1x1);
-    else run_tiles(p, t, 3, 3, tile_3x3, tile_3x1, tile_1x8, tile_1x1);
+    static const panel_fn wide[3] = { avx_p1x6, avx_p2x6, NULL }, one[3] = { avx_p1x1, avx_p2x1, NULL };
+    panel_task(p, t, 6, wide, one);
 }
 
-/* ---- AVX-512: 16 lanes over k, folded to 8 (low half + high half), then AVX2's horizontal sum and a scalar
- * tail over the last K % 16 ---- */
+/* ---- AVX-512: panels of 48 rows, 3 x 8 tiles ---- */
 #define AVX512 __attribute__((target("avx512f,avx2,fma"))) VC_NO_ASAN
+#define PANEL_512(MV, NR)                                                                                       \
+    PANEL_TILE(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, _mm512_set1_ps,  \
+               _mm512_storeu_ps, MV, NR)
+PANEL_512(1, 8)
+PANEL_512(2, 8)
+PANEL_512(3, 8)
+PANEL_512(1, 1)
+PANEL_512(2, 1)
+PANEL_512(3, 1)
 
-AVX512 static inline float hsum16(__m512 v) {
-    __m256 lo = _mm512_castps512_ps256(v), hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    return hsum8(_mm256_add_ps(lo, hi));
+static void task_512(void *p, int64_t t) {
+    static const panel_fn wide[3] = { t512_p1x8, t512_p2x8, t512_p3x8 }, one[3] = { t512_p1x1, t512_p2x1, t512_p3x1 };
+    panel_task(p, t, 8, wide, one);
 }
 
-#define TILE512(MR, NR)                                                                                           \
-    TILE_ISA(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, hsum16, MR, NR)
+/* 16 x 16 transpose: r[j] holds row j's 16 values; after, r[q] holds value q of the 16 rows */
+AVX512 static inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+#define PD(x) _mm512_castps_pd(x)
+#define PS(x) _mm512_castpd_ps(x)
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = PS(_mm512_unpacklo_pd(PD(t[4 * i]), PD(t[4 * i + 2])));
+        r[4 * i + 1] = PS(_mm512_unpackhi_pd(PD(t[4 * i]), PD(t[4 * i + 2])));
+        r[4 * i + 2] = PS(_mm512_unpacklo_pd(PD(t[4 * i + 1]), PD(t[4 * i + 3])));
+        r[4 * i + 3] = PS(_mm512_unpackhi_pd(PD(t[4 * i + 1]), PD(t[4 * i + 3])));
+    }
+#undef PD
+#undef PS
+    for (int i = 0; i < 2; i++)
+        for (int q = 0; q < 4; q++) {
+            t[8 * i + q] = _mm512_shuffle_f32x4(r[8 * i + q], r[8 * i + 4 + q], 0x88);
+            t[8 * i + 4 + q] = _mm512_shuffle_f32x4(r[8 * i + q], r[8 * i + 4 + q], 0xdd);
+        }
+    for (int q = 0; q < 8; q++) {
+        r[q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0x88);
+        r[8 + q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0xdd);
+    }
+}
+
+/* MR rows x 16 columns j0.. (ncols of them real): B's block of 16 columns x 16 k transposed, then each k one vector
+ * of 16 columns times a broadcast a[i][k] per row */
+#define COL_TILE(MR)                                                                                            \
+    AVX512 static void col_##MR(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols) {                    \
+        __m512 acc[MR];                                                                                         \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = _mm512_setzero_ps();                     \
+        const float *a = c->A + i0 * c->lda;                                                                    \
+        float bt[16][16];                                                                                       \
+        int64_t k = 0;                                                                                          \
+        for (; k + 16 <= c->K; k += 16) {                                                                       \
+            __m512 r[16];                                                                                       \
+            for (int j = 0; j < 16; j++)                                                                        \
+                r[j] = j < ncols ? _mm512_loadu_ps(c->B + (j0 + j) * c->ldb + k) : _mm512_setzero_ps();         \
+            transpose16(r);                                                                                     \
+            for (int q = 0; q < 16; q++) _mm512_storeu_ps(bt[q], r[q]);                               \
+            for (int q = 0; q < 16; q++) {                                                                      \
+                __m512 bq = _mm512_loadu_ps(bt[q]);                                                             \
+                _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                           \
+                    acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * c->lda + k + q]), bq, acc[i]);                \
+            }                                                                                                   \
+        }                                                                                                       \
+        for (; k < c->K; k++) {                                                                                 \
+            for (int j = 0; j < 16; j++) bt[0][j] = j < ncols ? c->B[(j0 + j) * c->ldb + k] : 0.0f;             \
+            __m512 bq = _mm512_loadu_ps(bt[0]);                                                                 \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                               \
+                acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * c->lda + k]), bq, acc[i]);                        \
+        }                                                                                                       \
+        for (int i = 0; i < MR; i++) {                                                                          \
+            _mm512_storeu_ps(bt[i], acc[i]);                                                                    \
+            for (int64_t j = 0; j < ncols; j++) finish_store(c, bt[i][j], i0 + i, j0 + j);                      \
+        }                                                                                                       \
+    }
 #pragma GCC push_options
-#pragma GCC optimize("unroll-loops")
-TILE512(4, 6)
-TILE512(4, 1)
-TILE512(1, 8)
-TILE512(1, 1)
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
+COL_TILE(1)
+COL_TILE(2)
+COL_TILE(3)
+COL_TILE(4)
+COL_TILE(5)
+COL_TILE(6)
+COL_TILE(7)
+COL_TILE(8)
+COL_TILE(9)
+COL_TILE(10)
+COL_TILE(11)
+COL_TILE(12)
+COL_TILE(13)
+COL_TILE(14)
+COL_TILE(15)
 #pragma GCC pop_options
 
-static void task_512(void *p, int64_t t) { run_tiles(p, t, 4, 6, t512_4x6, t512_4x1, t512_1x8, t512_1x1); }
+typedef void (*col_fn)(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols);
+static const col_fn COL[15] = { col_1, col_2, col_3, col_4, col_5, col_6, col_7, col_8,
+                                col_9, col_10, col_11, col_12, col_13, col_14, col_15 };
 
-/* ---- portable fallback (the same invariance, its own rounding) ---- */
+/* task t: columns NB_COL from t, all M (< 16) rows at once (B read once) */
+static void task_col(void *p, int64_t t) {
+    const gemm_ctx *c = p;
+    int64_t j1 = (t + 1) * NB_COL < c->N ? (t + 1) * NB_COL : c->N;
+    for (int64_t j = t * NB_COL; j < j1; j += 16) COL[c->M - 1](c, 0, j, j1 - j < 16 ? j1 - j : 16);
+}
+
+/* ---- portable fallback: the same chain per element ---- */
 VC_NO_ASAN static void task_scalar(void *p, int64_t t) {
     const gemm_ctx *c = p;
-    int64_t i0, i1, j0, j1;
-    task_span(c, t, &i0, &i1, &j0, &j1);
-    for (int64_t i = i0; i < i1; i++)
-        for (int64_t j = j0; j < j1; j++) {
+    int64_t j1 = (t + 1) * NB < c->N ? (t + 1) * NB : c->N;
+    for (int64_t i = 0; i < c->M; i++)
+        for (int64_t j = t * NB; j < j1; j++) {
             const float *a = c->A + i * c->lda, *b = c->B + j * c->ldb;
-            float acc[8] = { 0 };
-            int64_t k = 0;
-            for (; k + 8 <= c->K; k += 8)
-                for (int l = 0; l < 8; l++) acc[l] += a[k + l] * b[k + l];
-            float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-            for (; k < c->K; k++) s += a[k] * b[k];
-            float r = c->alpha * s;
-            c->C[i * c->ldc + j] = c->beta != 0.0f ? r + c->beta * c->C[i * c->ldc + j] : r;
+            float s = 0.0f;
+            for (int64_t k = 0; k < c->K; k++) s = fmaf(a[k], b[k], s);
+            finish_store(c, s, i, j);
         }
 }
 
@@ -265,6 +259,35 @@ static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64
     return vc_cpu_pack_rows(trans, X, ld, rows, K, round);
 }
 
+/* op(A) in panels of P rows, each [K][width] with width = its rows rounded up to W (zeros past M), panel p at
+ * At + p P K; rounded to bf16 when bf16 matmuls take it */
+typedef struct {
+    const float *A;
+    float *At;
+    int64_t M, K, lda, P, W;
+    int ta, round;
+} pack_ctx;
+
+static void pack_task(void *p, int64_t t) {
+    const pack_ctx *c = p;
+    int64_t i0 = t * c->P, rows = c->M - i0 < c->P ? c->M - i0 : c->P, width = (rows + c->W - 1) / c->W * c->W;
+    float *dst = c->At + i0 * c->K;
+    for (int64_t i = 0; i < width; i++)
+        for (int64_t k = 0; k < c->K; k++) {
+            float v = i >= rows ? 0.0f : c->ta ? c->A[k * c->lda + i0 + i] : c->A[(i0 + i) * c->lda + k];
+            dst[k * width + i] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
+        }
+}
+
+static float *pack_panels(int ta, const float *A, int64_t lda, int64_t M, int64_t K, int64_t P, int64_t W, int round) {
+    int64_t np = (M + P - 1) / P;
+    float *At = vc_cpu_scratch((size_t)(np * P * K > 0 ? np * P * K : 1), sizeof(float), 0);
+    if (!At) return NULL;
+    pack_ctx c = { .A = A, .At = At, .M = M, .K = K, .lda = lda, .P = P, .W = W, .ta = ta, .round = round };
+    vc_parallel(np, pack_task, &c);
+    return At;
+}
+
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (M == 0 || N == 0) return;
@@ -273,20 +296,22 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
         vc_asan_check_read(B, tb ? vc_matrix_bytes(N, K, ldb) : vc_matrix_bytes(K, N, ldb));
         vc_asan_check_write(C, vc_matrix_bytes(M, N, ldc));
     }
-    int64_t la = 0, lb = 0;
-    /* C = op(A) op(B): rows of op(A) are A's rows unless transposed; B is used as B^T rows */
-    int r16 = vc_matmul_precision() == VC_PREC_BF16;
-    float *Ar = as_rows(ta, A, lda, M, K, r16, &la), *Br = as_rows(!tb, B, ldb, N, K, r16, &lb);
+    /* C = op(A) op(B): B is read as the rows of op(B)^T */
+    int r16 = vc_matmul_precision() == VC_PREC_BF16, isa = gemm_isa();
+    int panels = isa == VC_GEMM_AVX2 || (isa == VC_GEMM_AVX512 && M >= 16);
+    int64_t W = isa == VC_GEMM_AVX512 ? 16 : 8, P = isa == VC_GEMM_AVX512 ? 48 : 16, la = 0, lb = 0;
+    float *Ar = panels ? pack_panels(ta, A, lda, M, K, P, W, r16) : as_rows(ta, A, lda, M, K, r16, &la);
+    float *Br = Ar ? as_rows(!tb, B, ldb, N, K, r16, &lb) : NULL;
     if (Ar && Br) {
-        int isa = gemm_isa();
-        int64_t mb = isa == VC_GEMM_AVX512 ? MB_512 : MB_AVX2;
-        gemm_ctx c = { .A = Ar, .B = Br, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc,
-                       .nmb = (M + mb - 1) / mb, .mb = mb, .alpha = alpha, .beta = beta };
-        vc_task_fn fn = isa == VC_GEMM_AVX512 ? task_512 : isa == VC_GEMM_AVX2 ? task_avx : task_scalar;
-        vc_parallel(c.nmb * ((N + NB - 1) / NB), fn, &c);
+        gemm_ctx c = { .A = Ar, .At = Ar, .B = Br, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc,
+                       .P = P, .W = W, .npanel = (M + P - 1) / P, .alpha = alpha, .beta = beta };
+        c.nrb = (c.npanel + RB - 1) / RB;
+        if (panels) vc_parallel(c.nrb * ((N + NB - 1) / NB), isa == VC_GEMM_AVX512 ? task_512 : task_avx, &c);
+        else if (isa == VC_GEMM_AVX512) vc_parallel((N + NB_COL - 1) / NB_COL, task_col, &c);
+        else vc_parallel((N + NB - 1) / NB, task_scalar, &c);
     }
-    if (Ar != A) free(Ar);
-    if (Br != B) free(Br);
+    if (Ar && Ar != A) free(Ar);
+    if (Br && Br != B) free(Br);
 }
 
 /* the sim device's generation table: the sim entries with the same row-invariant GEMM behind the

@@ -16,8 +16,8 @@ const vc_backend *vc_infer_backend(void);
 const vc_backend *vc_infer_backend_for(const vc_backend *active);
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
-/* The row-invariant GEMM's instruction set: the best this CPU has, unless set lower (tests). Results differ
- * between instruction sets (16-lane, 8-lane or scalar accumulation), never between calls of one. */
+/* The row-invariant GEMM's instruction set: the best this CPU has, unless set lower (tests). Every instruction set
+ * gives the same bits (each element one chain of fused multiply-adds over k in order). */
 enum { VC_GEMM_SCALAR, VC_GEMM_AVX2, VC_GEMM_AVX512 };
 int vc_infer_gemm_set_isa(int isa); /* 0, or -1 when this CPU lacks it; isa < 0: the best again */
 

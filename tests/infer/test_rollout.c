@@ -210,14 +210,41 @@ static void compare_train_logprobs(vc_model *m, const vc_rollout_sample *s, int 
     *max = mx;
 }
 
-/* every instruction set this CPU has (AVX-512, AVX2, scalar: each its own tiles and task shapes), at sums of K terms
- * (short ones take other tiles, reduced several at a time; K % 16 and K % 8: the scalar tails) */
-static void test_gemm_row_invariance_isa(int isa, int64_t K) {
-    int64_t M = 37, N = 53;
-    float *A = malloc(M * K * 4), *B = malloc(N * K * 4), *C = malloc(M * N * 4), *c1 = malloc(N * 4);
-    for (int64_t i = 0; i < M * K; i++) A[i] = vc_rng_normal(1, 0, 0, (uint64_t)i);
-    for (int64_t i = 0; i < N * K; i++) B[i] = vc_rng_normal(2, 0, 0, (uint64_t)i);
+/* the documented sequence of an element: one fused multiply-add chain over k in order, then the scaling */
+static float gemm_chain(const float *a, const float *b, int64_t K, float alpha, float beta, float c) {
+    float s = 0.0f;
+    for (int64_t k = 0; k < K; k++) s = fmaf(a[k], b[k], s);
+    return beta != 0.0f ? fmaf(beta, c, alpha * s) : alpha * s;
+}
+
+/* rows [0, M) of A (M rows of K) times B (53 rows of K) with alpha 0.75 and beta -0.5 over C0: every element the
+ * chain's bits; returns the mismatches */
+static int gemm_vs_chain(const float *A, const float *B, int64_t M, int64_t N, int64_t K, const float *C0) {
+    float *C = malloc((size_t)(M * N) * 4);
+    memcpy(C, C0, (size_t)(M * N) * 4);
+    vc_infer_gemm(0, 1, M, N, K, 0.75f, A, K, B, K, -0.5f, C, N);
     int bad = 0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float r = gemm_chain(A + i * K, B + j * K, K, 0.75f, -0.5f, C0[i * N + j]);
+            bad += memcmp(&r, C + i * N + j, 4) != 0;
+        }
+    free(C);
+    return bad;
+}
+
+/* every instruction set this CPU has (AVX-512, AVX2, scalar: each its own kernels, tiles and task shapes), at sums
+ * of K terms (K % 16 and K % 8: the column kernel's scalar tail): row r alone or among others gives the same bits,
+ * and every element is the documented chain, bit for bit, so every instruction set gives the same bits; M from 1
+ * to 100 (the column kernel below 16 rows, panels of 48 rows with a last one of 1-3 vectors above), N 53 (a last
+ * block of 5 columns) */
+static void test_gemm_row_invariance_isa(int isa, int64_t K) {
+    int64_t M = 37, N = 53, MX = 100;
+    float *A = malloc(MX * K * 4), *B = malloc(N * K * 4), *C = malloc(MX * N * 4), *C0 = malloc(MX * N * 4);
+    for (int64_t i = 0; i < MX * K; i++) A[i] = vc_rng_normal(1, 0, 0, (uint64_t)i);
+    for (int64_t i = 0; i < N * K; i++) B[i] = vc_rng_normal(2, 0, 0, (uint64_t)i);
+    for (int64_t i = 0; i < MX * N; i++) C0[i] = vc_rng_normal(3, 0, 0, (uint64_t)i);
+    int bad = 0, chain = 0;
     for (int th = 1; th <= 2; th++) {
         vc_set_threads(th);
         vc_infer_gemm(0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
@@ -230,13 +257,20 @@ static void test_gemm_row_invariance_isa(int isa, int64_t K) {
                 free(cm);
             }
         /* transposed operands give the same bits */
-        float *Bt = malloc(N * K * 4), *C2 = malloc(M * N * 4);
+        float *Bt = malloc(N * K * 4), *At = malloc(M * K * 4), *C2 = malloc(M * N * 4);
         for (int64_t n = 0; n < N; n++)
             for (int64_t k = 0; k < K; k++) Bt[k * N + n] = B[n * K + k];
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++) At[k * M + i] = A[i * K + k];
         vc_infer_gemm(0, 0, M, N, K, 1.0f, A, K, Bt, N, 0.0f, C2, N);
         bad += memcmp(C2, C, (size_t)(M * N) * 4) != 0;
+        vc_infer_gemm(1, 1, M, N, K, 1.0f, At, M, B, K, 0.0f, C2, N);
+        bad += memcmp(C2, C, (size_t)(M * N) * 4) != 0;
         free(Bt);
+        free(At);
         free(C2);
+        const int64_t ms[] = { 1, 7, 15, 16, 17, 48, 49, 100 };
+        for (int i = 0; i < (LIGHT ? 4 : 8); i++) chain += gemm_vs_chain(A, B, ms[i], N, K, C0);
     }
     double err = 0;
     for (int64_t i = 0; i < M; i++)
@@ -246,11 +280,13 @@ static void test_gemm_row_invariance_isa(int isa, int64_t K) {
             err = fmax(err, fabs(ref - C[i * N + j]));
         }
     CHECK_MSG(bad == 0, "instruction set %d, K %lld: %d row-invariance mismatches", isa, (long long)K, bad);
+    CHECK_MSG(chain == 0, "instruction set %d, K %lld: %d elements not the fma chain's bits", isa, (long long)K,
+              chain);
     CHECK_MSG(err < 1e-3, "instruction set %d, K %lld: error %g", isa, (long long)K, err);
     free(A);
     free(B);
     free(C);
-    free(c1);
+    free(C0);
 }
 
 static void test_gemm_row_invariance(void) {
