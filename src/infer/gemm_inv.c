@@ -24,8 +24,8 @@
  * - panels (16 rows or more): A's rows packed transposed, a panel of P rows as [K][P] (zeros past M), each k one
  *   vector load per 16 (or 8) rows and one broadcast of b[j][k] per column: MV vectors of rows x NR columns of
  *   accumulators, no horizontal sums, B read in place (its rows, 4 bytes a column a step);
- * - columns (AVX-512, fewer than 16 rows: decode steps): lanes over 16 columns, B's 16 x 16 blocks transposed in
- *   registers, a broadcast of a[i][k] per row. */
+ * - columns (fewer rows than a vector's lanes: decode steps): lanes over 16 (or 8) columns, B's 16 x 16 (8 x 8)
+ *   blocks transposed in registers, a broadcast of a[i][k] per row. */
 #define NB 48      /* columns per task (panel kernel) */
 #define NB_COL 64  /* columns per task (column kernel) */
 #define RB 2       /* panels per task */
@@ -146,66 +146,97 @@ AVX512 static inline void transpose16(__m512 r[16]) {
     }
 }
 
-/* MR rows x 16 columns j0.. (ncols of them real): B's block of 16 columns x 16 k transposed, then each k one vector
- * of 16 columns times a broadcast a[i][k] per row */
-#define COL_TILE(MR)                                                                                            \
-    AVX512 static void col_##MR(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols) {                    \
-        __m512 acc[MR];                                                                                         \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = _mm512_setzero_ps();                     \
+/* 8 x 8 transpose: r[j] holds row j's 8 values; after, r[q] holds value q of the 8 rows */
+AVX static inline void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int q = 0; q < 4; q++) {
+        r[q] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x20);
+        r[4 + q] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x31);
+    }
+}
+
+/* MR rows x W columns j0.. (ncols of them real): B's block of W columns x W k transposed (TR), then each k one
+ * vector of W columns times a broadcast a[i][k] per row */
+#define COL_TILE(PFX, ATTR, VT, W, LOAD, FMA, ZERO, SET1, STORE, TR, MR)                                         \
+    ATTR static void PFX##_c##MR(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols) {                   \
+        VT acc[MR];                                                                                             \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = ZERO();                                  \
         const float *a = c->A + i0 * c->lda;                                                                    \
-        float bt[16][16];                                                                                       \
+        float bt[W > MR ? W : MR][W];                                                                           \
         int64_t k = 0;                                                                                          \
-        for (; k + 16 <= c->K; k += 16) {                                                                       \
-            __m512 r[16];                                                                                       \
-            for (int j = 0; j < 16; j++)                                                                        \
-                r[j] = j < ncols ? _mm512_loadu_ps(c->B + (j0 + j) * c->ldb + k) : _mm512_setzero_ps();         \
-            transpose16(r);                                                                                     \
-            for (int q = 0; q < 16; q++) _mm512_storeu_ps(bt[q], r[q]);                               \
-            for (int q = 0; q < 16; q++) {                                                                      \
-                __m512 bq = _mm512_loadu_ps(bt[q]);                                                             \
+        for (; k + W <= c->K; k += W) {                                                                         \
+            VT r[W];                                                                                            \
+            for (int j = 0; j < W; j++) r[j] = j < ncols ? LOAD(c->B + (j0 + j) * c->ldb + k) : ZERO();         \
+            TR(r);                                                                                              \
+            _Pragma("GCC unroll 16") for (int q = 0; q < W; q++) {                                              \
+                VT bq = r[q];                                                                                   \
                 _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                           \
-                    acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * c->lda + k + q]), bq, acc[i]);                \
+                    acc[i] = FMA(SET1(a[i * c->lda + k + q]), bq, acc[i]);                                      \
             }                                                                                                   \
         }                                                                                                       \
         for (; k < c->K; k++) {                                                                                 \
-            for (int j = 0; j < 16; j++) bt[0][j] = j < ncols ? c->B[(j0 + j) * c->ldb + k] : 0.0f;             \
-            __m512 bq = _mm512_loadu_ps(bt[0]);                                                                 \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                               \
-                acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * c->lda + k]), bq, acc[i]);                        \
+            for (int j = 0; j < W; j++) bt[0][j] = j < ncols ? c->B[(j0 + j) * c->ldb + k] : 0.0f;              \
+            VT bq = LOAD(bt[0]);                                                                                \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = FMA(SET1(a[i * c->lda + k]), bq, acc[i]); \
         }                                                                                                       \
         for (int i = 0; i < MR; i++) {                                                                          \
-            _mm512_storeu_ps(bt[i], acc[i]);                                                                    \
+            STORE(bt[i], acc[i]);                                                                               \
             for (int64_t j = 0; j < ncols; j++) finish_store(c, bt[i][j], i0 + i, j0 + j);                      \
         }                                                                                                       \
     }
+#define COL_512(MR)                                                                                             \
+    COL_TILE(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, _mm512_set1_ps,    \
+             _mm512_storeu_ps, transpose16, MR)
+#define COL_AVX(MR)                                                                                             \
+    COL_TILE(avx, AVX, __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, _mm256_set1_ps,         \
+             _mm256_storeu_ps, transpose8, MR)
 #pragma GCC push_options
 #pragma GCC optimize("no-tree-loop-distribute-patterns")
-COL_TILE(1)
-COL_TILE(2)
-COL_TILE(3)
-COL_TILE(4)
-COL_TILE(5)
-COL_TILE(6)
-COL_TILE(7)
-COL_TILE(8)
-COL_TILE(9)
-COL_TILE(10)
-COL_TILE(11)
-COL_TILE(12)
-COL_TILE(13)
-COL_TILE(14)
-COL_TILE(15)
+COL_512(1)
+COL_512(2)
+COL_512(3)
+COL_512(4)
+COL_512(5)
+COL_512(6)
+COL_512(7)
+COL_512(8)
+COL_512(9)
+COL_512(10)
+COL_512(11)
+COL_512(12)
+COL_512(13)
+COL_512(14)
+COL_512(15)
+COL_AVX(1)
+COL_AVX(2)
+COL_AVX(3)
+COL_AVX(4)
+COL_AVX(5)
+COL_AVX(6)
+COL_AVX(7)
 #pragma GCC pop_options
 
 typedef void (*col_fn)(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols);
-static const col_fn COL[15] = { col_1, col_2, col_3, col_4, col_5, col_6, col_7, col_8,
-                                col_9, col_10, col_11, col_12, col_13, col_14, col_15 };
+static const col_fn COL512[15] = { t512_c1, t512_c2, t512_c3, t512_c4, t512_c5, t512_c6, t512_c7, t512_c8,
+                                   t512_c9, t512_c10, t512_c11, t512_c12, t512_c13, t512_c14, t512_c15 };
+static const col_fn COLAVX[7] = { avx_c1, avx_c2, avx_c3, avx_c4, avx_c5, avx_c6, avx_c7 };
 
-/* task t: columns NB_COL from t, all M (< 16) rows at once (B read once) */
+/* task t: columns NB_COL from t, all M (< W) rows at once (B read once) */
 static void task_col(void *p, int64_t t) {
     const gemm_ctx *c = p;
+    col_fn f = (c->W == 16 ? COL512 : COLAVX)[c->M - 1];
     int64_t j1 = (t + 1) * NB_COL < c->N ? (t + 1) * NB_COL : c->N;
-    for (int64_t j = t * NB_COL; j < j1; j += 16) COL[c->M - 1](c, 0, j, j1 - j < 16 ? j1 - j : 16);
+    for (int64_t j = t * NB_COL; j < j1; j += c->W) f(c, 0, j, j1 - j < c->W ? j1 - j : c->W);
 }
 
 /* ---- portable fallback: the same chain per element ---- */
@@ -298,8 +329,8 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
     }
     /* C = op(A) op(B): B is read as the rows of op(B)^T */
     int r16 = vc_matmul_precision() == VC_PREC_BF16, isa = gemm_isa();
-    int panels = isa == VC_GEMM_AVX2 || (isa == VC_GEMM_AVX512 && M >= 16);
     int64_t W = isa == VC_GEMM_AVX512 ? 16 : 8, P = isa == VC_GEMM_AVX512 ? 48 : 16, la = 0, lb = 0;
+    int panels = isa != VC_GEMM_SCALAR && M >= W; /* (fewer rows: the column kernel) */
     float *Ar = panels ? pack_panels(ta, A, lda, M, K, P, W, r16) : as_rows(ta, A, lda, M, K, r16, &la);
     float *Br = Ar ? as_rows(!tb, B, ldb, N, K, r16, &lb) : NULL;
     if (Ar && Br) {
@@ -307,7 +338,7 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                        .P = P, .W = W, .npanel = (M + P - 1) / P, .alpha = alpha, .beta = beta };
         c.nrb = (c.npanel + RB - 1) / RB;
         if (panels) vc_parallel(c.nrb * ((N + NB - 1) / NB), isa == VC_GEMM_AVX512 ? task_512 : task_avx, &c);
-        else if (isa == VC_GEMM_AVX512) vc_parallel((N + NB_COL - 1) / NB_COL, task_col, &c);
+        else if (isa != VC_GEMM_SCALAR) vc_parallel((N + NB_COL - 1) / NB_COL, task_col, &c);
         else vc_parallel((N + NB - 1) / NB, task_scalar, &c);
     }
     if (Ar && Ar != A) free(Ar);
