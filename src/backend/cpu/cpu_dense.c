@@ -105,9 +105,9 @@ float *vc_cpu_pack_rows(int trans, const float *X, int64_t ld, int64_t rows, int
  * row-invariant GEMM of src/infer/gemm_inv.c: a row's result never depends on the other rows or its place among
  * them. OpenBLAS rounds a row by its place in its kernel's tiles (on AMD Zen rows 12 apart match, neighbours do
  * not), so a packed row's log-probs gave other bits in another batch: the teacher and the student of one model,
- * the trainer and the rollout, one rank and two drifted apart. The backward products stay on OpenBLAS (the input
- * gradients would need the weights transposed in every call: 22% slower training here; the weight gradients are
- * sums over the batch's rows anyway). */
+ * the trainer and the rollout, one rank and two drifted apart. The backward products stay on OpenBLAS (the weight
+ * gradients are sums over the batch's rows anyway; through the row-invariant kernel, which copies B transposed, a
+ * 0.5B training step of 512 tokens ran at 35-38 tokens/s against 42 on 2026-12-07). */
 void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (!ta && tb && M > 0 && N > 0 && K > 0) { /* (bf16 rounding of the operands inside, as below) */
