@@ -104,10 +104,11 @@ int vc_bench_forward(int argc, char **argv) {
     if (hits) printf("  (%lld GEMM operands from bf16 weight copies)", (long long)hits);
     printf("\n");
     if (vc_be()->host_visible) {
-        double peak_t = vc_perf_peak_theoretical(), peak_g = vc_perf_peak_sgemm(2048);
-        printf("  peak: theoretical %.1f GFLOP/s, sgemm 2048^3 %.1f GFLOP/s (OpenBLAS %s kernels)\n", peak_t, peak_g,
-               vc_blas_core());
-        printf("  %.1f%% of theoretical fp32 peak, %.1f%% of measured sgemm peak\n", 100 * gf / peak_t, 100 * gf / peak_g);
+        double peak_t = vc_perf_peak_theoretical(), peak_g = vc_perf_peak_sgemm(2048), peak_r = vc_perf_peak_rowinv(2048);
+        printf("  peak: theoretical %.1f GFLOP/s; 2048^3 products: OpenBLAS sgemm %.1f GFLOP/s (%s kernels), the "
+               "row-invariant GEMM (the forward's) %.1f\n", peak_t, peak_g, vc_blas_core(), peak_r);
+        printf("  %.1f%% of theoretical fp32 peak, %.1f%% of the measured sgemm, %.1f%% of the row-invariant GEMM\n",
+               100 * gf / peak_t, 100 * gf / peak_g, 100 * gf / peak_r);
     } else {
         /* the CPU peaks say nothing about a device: measure its own GEMM at this precision */
         double peak_d = backend_sgemm_gflops(4096);

@@ -62,8 +62,9 @@ static void report(const char *what, double flops, double secs, int64_t tokens, 
     double g = flops / secs / 1e9;
     printf("%s: %lld tokens in %.3f s: %.0f tokens/s, %.2f GFLOP/s\n", what, (long long)tokens, secs, tokens / secs, g);
     if (vc_be()->host_visible) { /* the CPU's peaks (they say nothing about a device) */
-        double meas = vc_perf_peak_sgemm(2048), theo = vc_perf_peak_theoretical();
-        printf("  measured peak (sgemm 2048^3): %.1f GFLOP/s -> %.1f%%\n", meas, meas > 0 ? 100 * g / meas : 0);
+        double meas = vc_perf_peak_sgemm(2048), inv = vc_perf_peak_rowinv(2048), theo = vc_perf_peak_theoretical();
+        printf("  measured peak (OpenBLAS sgemm 2048^3, the backward's products): %.1f GFLOP/s -> %.1f%%; the "
+               "row-invariant GEMM (the forward's) %.1f\n", meas, meas > 0 ? 100 * g / meas : 0, inv);
         if (theo > 0) printf("  theoretical fp32 peak: %.1f GFLOP/s -> %.1f%%\n", theo, 100 * g / theo);
     }
     bench_mfu(flops / secs);

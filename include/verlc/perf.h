@@ -5,8 +5,10 @@
 
 /* fp32 peak from the CPU's vector FMA width x FMA units x cores x clock (GFLOP/s); 0 if unknown */
 double vc_perf_peak_theoretical(void);
-/* achieved fp32 GEMM GFLOP/s of an n x n x n sgemm on this machine (best of a few runs) */
+/* achieved fp32 GEMM GFLOP/s of an n x n x n product on this machine (best of a few runs): OpenBLAS's sgemm over the
+ * thread pool (the CPU's backward products), and the row-invariant GEMM (its forward products) */
 double vc_perf_peak_sgemm(int n);
+double vc_perf_peak_rowinv(int n);
 /* FLOPs of one forward over `tokens` tokens packed in sequences of length seq_len (matmuls, attention,
  * LM head); backward is twice the forward. */
 double vc_perf_forward_flops(const vc_model_config *c, int64_t tokens, int64_t seq_len);

@@ -21,9 +21,9 @@
  * number of rows and the threads change which lane or call computes an element, never its bits.
  *
  * Two kernels, both lanes over that chain:
- * - panels (16 rows or more): A's rows packed transposed, a panel of P rows as [K][P] (zeros past M), each k one
- *   vector load per 16 (or 8) rows and one broadcast of b[j][k] per column: MV vectors of rows x NR columns of
- *   accumulators, no horizontal sums, B read in place (its rows, 4 bytes a column a step);
+ * - panels (at least a vector's lanes of rows: 16, or 8 on AVX2): A's rows packed transposed, a panel of P rows as
+ *   [K][P] (zeros past M), each k one vector load per 16 (8) rows and one broadcast of b[j][k] per column: MV vectors
+ *   of rows x NR columns of accumulators, no horizontal sums, B read in place (its rows, 4 bytes a column a step);
  * - columns (fewer rows than a vector's lanes: decode steps): lanes over 16 (or 8) columns, B's 16 x 16 (8 x 8)
  *   blocks transposed in registers, a broadcast of a[i][k] per row. */
 #define NB 48      /* columns per task (panel kernel) */
@@ -80,7 +80,8 @@ static void panel_task(const gemm_ctx *c, int64_t t, int nr, const panel_fn wide
         for (int64_t p = p0; p < p1; p++) {
             int64_t i0 = p * c->P, rows = c->M - i0 < c->P ? c->M - i0 : c->P;
             int mv = (int)((rows + c->W - 1) / c->W); /* the last panel: as many vectors as its rows need */
-            (w ? wide : one)[mv - 1](c, c->At + i0 * c->K, i0, rows, j);
+            panel_fn f = w ? wide[mv - 1] : one[mv - 1];
+            f(c, c->At + i0 * c->K, i0, rows, j);
         }
         j += w ? nr : 1;
     }
@@ -234,7 +235,7 @@ static const col_fn COLAVX[7] = { avx_c1, avx_c2, avx_c3, avx_c4, avx_c5, avx_c6
 /* task t: columns NB_COL from t, all M (< W) rows at once (B read once) */
 static void task_col(void *p, int64_t t) {
     const gemm_ctx *c = p;
-    col_fn f = (c->W == 16 ? COL512 : COLAVX)[c->M - 1];
+    col_fn f = c->W == 16 ? COL512[c->M - 1] : COLAVX[c->M - 1];
     int64_t j1 = (t + 1) * NB_COL < c->N ? (t + 1) * NB_COL : c->N;
     for (int64_t j = t * NB_COL; j < j1; j += c->W) f(c, 0, j, j1 - j < c->W ? j1 - j : c->W);
 }
@@ -290,8 +291,8 @@ static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64
     return vc_cpu_pack_rows(trans, X, ld, rows, K, round);
 }
 
-/* op(A) in panels of P rows, each [K][width] with width = its rows rounded up to W (zeros past M), panel p at
- * At + p P K; rounded to bf16 when bf16 matmuls take it */
+/* M rows of op(A) from A in panels of P rows, each [K][width] with width = its rows rounded up to W (zeros past M),
+ * panel p at At + p P K; rounded to bf16 when bf16 matmuls take it */
 typedef struct {
     const float *A;
     float *At;
@@ -310,13 +311,27 @@ static void pack_task(void *p, int64_t t) {
         }
 }
 
-static float *pack_panels(int ta, const float *A, int64_t lda, int64_t M, int64_t K, int64_t P, int64_t W, int round) {
-    int64_t np = (M + P - 1) / P;
-    float *At = vc_cpu_scratch((size_t)(np * P * K > 0 ? np * P * K : 1), sizeof(float), 0);
-    if (!At) return NULL;
-    pack_ctx c = { .A = A, .At = At, .M = M, .K = K, .lda = lda, .P = P, .W = W, .ta = ta, .round = round };
-    vc_parallel(np, pack_task, &c);
-    return At;
+/* the panel kernel over op(A)'s rows CHUNK_PANELS panels at a time (the packed copy of a chunk, not of all of A: a
+ * long micro-batch's rows at K 4,864 would otherwise take as much again as A itself), B's rows read in place */
+#define CHUNK_PANELS 16
+static void gemm_panels(int isa, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                        int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int64_t P,
+                        int64_t W, int r16) {
+    int64_t lb = 0, mc = M < CHUNK_PANELS * P ? M : CHUNK_PANELS * P, cap = (mc + P - 1) / P * P * K;
+    float *Br = as_rows(!tb, B, ldb, N, K, r16, &lb);
+    float *At = Br ? vc_cpu_scratch((size_t)(cap > 0 ? cap : 1), sizeof(float), 0) : NULL; /* (whole panels) */
+    for (int64_t i0 = 0; At && i0 < M; i0 += mc) {
+        int64_t rows = M - i0 < mc ? M - i0 : mc;
+        pack_ctx pc = { .A = ta ? A + i0 : A + i0 * lda, .At = At, .M = rows, .K = K, .lda = lda, .P = P, .W = W,
+                        .ta = ta, .round = r16 };
+        vc_parallel((rows + P - 1) / P, pack_task, &pc);
+        gemm_ctx c = { .At = At, .B = Br, .C = C + i0 * ldc, .M = rows, .N = N, .K = K, .ldb = lb, .ldc = ldc,
+                       .P = P, .W = W, .npanel = (rows + P - 1) / P, .alpha = alpha, .beta = beta };
+        c.nrb = (c.npanel + RB - 1) / RB;
+        vc_parallel(c.nrb * ((N + NB - 1) / NB), isa == VC_GEMM_AVX512 ? task_512 : task_avx, &c);
+    }
+    free(At);
+    if (Br && Br != B) free(Br);
 }
 
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
@@ -330,15 +345,15 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
     /* C = op(A) op(B): B is read as the rows of op(B)^T */
     int r16 = vc_matmul_precision() == VC_PREC_BF16, isa = gemm_isa();
     int64_t W = isa == VC_GEMM_AVX512 ? 16 : 8, P = isa == VC_GEMM_AVX512 ? 48 : 16, la = 0, lb = 0;
-    int panels = isa != VC_GEMM_SCALAR && M >= W; /* (fewer rows: the column kernel) */
-    float *Ar = panels ? pack_panels(ta, A, lda, M, K, P, W, r16) : as_rows(ta, A, lda, M, K, r16, &la);
-    float *Br = Ar ? as_rows(!tb, B, ldb, N, K, r16, &lb) : NULL;
+    if (isa != VC_GEMM_SCALAR && M >= W) { /* (fewer rows: the column kernel) */
+        gemm_panels(isa, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, P, W, r16);
+        return;
+    }
+    float *Ar = as_rows(ta, A, lda, M, K, r16, &la), *Br = Ar ? as_rows(!tb, B, ldb, N, K, r16, &lb) : NULL;
     if (Ar && Br) {
-        gemm_ctx c = { .A = Ar, .At = Ar, .B = Br, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc,
-                       .P = P, .W = W, .npanel = (M + P - 1) / P, .alpha = alpha, .beta = beta };
-        c.nrb = (c.npanel + RB - 1) / RB;
-        if (panels) vc_parallel(c.nrb * ((N + NB - 1) / NB), isa == VC_GEMM_AVX512 ? task_512 : task_avx, &c);
-        else if (isa != VC_GEMM_SCALAR) vc_parallel((N + NB_COL - 1) / NB_COL, task_col, &c);
+        gemm_ctx c = { .A = Ar, .B = Br, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc, .W = W,
+                       .alpha = alpha, .beta = beta };
+        if (isa != VC_GEMM_SCALAR) vc_parallel((N + NB_COL - 1) / NB_COL, task_col, &c);
         else vc_parallel((N + NB - 1) / NB, task_scalar, &c);
     }
     if (Ar && Ar != A) free(Ar);

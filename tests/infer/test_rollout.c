@@ -236,10 +236,10 @@ static int gemm_vs_chain(const float *A, const float *B, int64_t M, int64_t N, i
 /* every instruction set this CPU has (AVX-512, AVX2, scalar: each its own kernels, tiles and task shapes), at sums
  * of K terms (K % 16 and K % 8: the column kernel's scalar tail): row r alone or among others gives the same bits,
  * and every element is the documented chain, bit for bit, so every instruction set gives the same bits; M from 1
- * to 100 (the column kernel below 16 rows, panels of 48 rows with a last one of 1-3 vectors above), N 53 (a last
- * block of 5 columns) */
+ * to 800 (the column kernel below 16 rows, panels of 48 rows with a last one of 1-3 vectors above, packed 768 rows
+ * at a time), N 53 (a last block of 5 columns) */
 static void test_gemm_row_invariance_isa(int isa, int64_t K) {
-    int64_t M = 37, N = 53, MX = 100;
+    int64_t M = 37, N = 53, MX = 800;
     float *A = malloc(MX * K * 4), *B = malloc(N * K * 4), *C = malloc(MX * N * 4), *C0 = malloc(MX * N * 4);
     for (int64_t i = 0; i < MX * K; i++) A[i] = vc_rng_normal(1, 0, 0, (uint64_t)i);
     for (int64_t i = 0; i < N * K; i++) B[i] = vc_rng_normal(2, 0, 0, (uint64_t)i);
@@ -269,8 +269,8 @@ static void test_gemm_row_invariance_isa(int isa, int64_t K) {
         free(Bt);
         free(At);
         free(C2);
-        const int64_t ms[] = { 1, 7, 15, 16, 17, 48, 49, 100 };
-        for (int i = 0; i < (LIGHT ? 4 : 8); i++) chain += gemm_vs_chain(A, B, ms[i], N, K, C0);
+        const int64_t ms[] = { 1, 7, 15, 16, 17, 48, 49, 100, 800 };
+        for (int i = 0; i < (LIGHT ? 4 : 9); i++) chain += gemm_vs_chain(A, B, ms[i], N, K, C0);
     }
     double err = 0;
     for (int64_t i = 0; i < M; i++)

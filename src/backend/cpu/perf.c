@@ -4,6 +4,7 @@
 #include "cpu.h"
 #include "verlc/cuda.h"
 #include "tensor/backend.h"
+#include "infer/infer.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,7 +29,8 @@ double vc_perf_peak_theoretical(void) {
     return flops_per_cycle * mhz * 1e-3 * vc_get_threads();
 }
 
-double vc_perf_peak_sgemm(int n) {
+/* the best GFLOP/s of three n x n x n products C = A B^T through gemm */
+static double peak_of(vc_gemm_fn gemm, int n) {
     float *a = malloc((size_t)n * n * 4), *b = malloc((size_t)n * n * 4), *c = malloc((size_t)n * n * 4);
     double best = 0;
     if (a && b && c) {
@@ -38,7 +40,7 @@ double vc_perf_peak_sgemm(int n) {
         }
         for (int r = 0; r < 3; r++) {
             double t0 = vc_now();
-            vc_cpu_gemm(0, 1, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            gemm(0, 1, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
             double dt = vc_now() - t0, g = 2.0 * n * n * (double)n / dt * 1e-9;
             if (g > best) best = g;
         }
@@ -48,6 +50,10 @@ double vc_perf_peak_sgemm(int n) {
     free(c);
     return best;
 }
+
+double vc_perf_peak_sgemm(int n) { return peak_of(vc_cpu_sgemm, n); }
+
+double vc_perf_peak_rowinv(int n) { return peak_of(vc_infer_gemm, n); }
 
 double vc_perf_forward_flops(const vc_model_config *c, int64_t tokens, int64_t seq_len) {
     double H = (double)c->hidden, hd = (double)c->head_dim, nh = (double)c->n_head, nkv = (double)c->n_kv_head;
