@@ -300,15 +300,37 @@ typedef struct {
     int ta, round;
 } pack_ctx;
 
-static void pack_task(void *p, int64_t t) {
+/* rows g.. of the panel (W of them, all real, op(A) = A, no rounding) by W x W transposes in registers */
+#define PACK_ROWS(PFX, ATTR, VT, W, LOAD, STORE, TR)                                                            \
+    ATTR static int64_t PFX##_pack(const float *src, int64_t lda, float *dst, int64_t width, int64_t K) {       \
+        int64_t k = 0;                                                                                          \
+        for (; k + W <= K; k += W) {                                                                            \
+            VT r[W];                                                                                            \
+            for (int i = 0; i < W; i++) r[i] = LOAD(src + i * lda + k);                                         \
+            TR(r);                                                                                              \
+            for (int q = 0; q < W; q++) STORE(dst + (k + q) * width, r[q]);                                     \
+        }                                                                                                       \
+        return k;                                                                                               \
+    }
+PACK_ROWS(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, transpose16)
+PACK_ROWS(avx, AVX, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, transpose8)
+
+VC_NO_ASAN static void pack_task(void *p, int64_t t) {
     const pack_ctx *c = p;
     int64_t i0 = t * c->P, rows = c->M - i0 < c->P ? c->M - i0 : c->P, width = (rows + c->W - 1) / c->W * c->W;
     float *dst = c->At + i0 * c->K;
-    for (int64_t i = 0; i < width; i++)
-        for (int64_t k = 0; k < c->K; k++) {
-            float v = i >= rows ? 0.0f : c->ta ? c->A[k * c->lda + i0 + i] : c->A[(i0 + i) * c->lda + k];
-            dst[k * width + i] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
+    for (int64_t g = 0; g < width; g += c->W) { /* W rows at a time: each k's W values one whole stretch of dst */
+        int64_t k = 0;
+        if (!c->ta && !c->round && g + c->W <= rows) {
+            const float *src = c->A + (i0 + g) * c->lda;
+            k = c->W == 16 ? t512_pack(src, c->lda, dst + g, width, c->K) : avx_pack(src, c->lda, dst + g, width, c->K);
         }
+        for (; k < c->K; k++)
+            for (int64_t i = g; i < g + c->W; i++) {
+                float v = i >= rows ? 0.0f : c->ta ? c->A[k * c->lda + i0 + i] : c->A[(i0 + i) * c->lda + k];
+                dst[k * width + i] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
+            }
+    }
 }
 
 /* the panel kernel over op(A)'s rows CHUNK_PANELS panels at a time (the packed copy of a chunk, not of all of A: a
