@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu.h"
 #include "backend/sim/sim.h"
 #include "core/sanitize.h"
+#include "backend/cpu/bf16_round.h"
 #include "verlc/pool.h"
 #include "verlc/dtype.h"
 #include <immintrin.h>
@@ -300,20 +301,24 @@ typedef struct {
     int ta, round;
 } pack_ctx;
 
-/* rows g.. of the panel (W of them, all real, op(A) = A, no rounding) by W x W transposes in registers */
-#define PACK_ROWS(PFX, ATTR, VT, W, LOAD, STORE, TR)                                                            \
-    ATTR static int64_t PFX##_pack(const float *src, int64_t lda, float *dst, int64_t width, int64_t K) {       \
+/* rows g.. of the panel (W of them, all real, op(A) = A) by W x W transposes in registers, rounded to bf16 when
+ * `round` */
+#define PACK_ROWS(PFX, ATTR, VT, W, LOAD, STORE, TR, ROUND)                                                     \
+    ATTR static int64_t PFX##_pack(const float *src, int64_t lda, float *dst, int64_t width, int64_t K,         \
+                                   int round) {                                                                 \
         int64_t k = 0;                                                                                          \
         for (; k + W <= K; k += W) {                                                                            \
             VT r[W];                                                                                            \
             for (int i = 0; i < W; i++) r[i] = LOAD(src + i * lda + k);                                         \
             TR(r);                                                                                              \
+            if (round)                                                                                          \
+                for (int q = 0; q < W; q++) r[q] = ROUND(r[q]);                                                 \
             for (int q = 0; q < W; q++) STORE(dst + (k + q) * width, r[q]);                                     \
         }                                                                                                       \
         return k;                                                                                               \
     }
-PACK_ROWS(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, transpose16)
-PACK_ROWS(avx, AVX, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, transpose8)
+PACK_ROWS(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, transpose16, round16_512)
+PACK_ROWS(avx, AVX, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, transpose8, round16_avx)
 
 VC_NO_ASAN static void pack_task(void *p, int64_t t) {
     const pack_ctx *c = p;
@@ -321,9 +326,10 @@ VC_NO_ASAN static void pack_task(void *p, int64_t t) {
     float *dst = c->At + i0 * c->K;
     for (int64_t g = 0; g < width; g += c->W) { /* W rows at a time: each k's W values one whole stretch of dst */
         int64_t k = 0;
-        if (!c->ta && !c->round && g + c->W <= rows) {
+        if (!c->ta && g + c->W <= rows) {
             const float *src = c->A + (i0 + g) * c->lda;
-            k = c->W == 16 ? t512_pack(src, c->lda, dst + g, width, c->K) : avx_pack(src, c->lda, dst + g, width, c->K);
+            k = c->W == 16 ? t512_pack(src, c->lda, dst + g, width, c->K, c->round)
+                           : avx_pack(src, c->lda, dst + g, width, c->K, c->round);
         }
         for (; k < c->K; k++)
             for (int64_t i = g; i < g + c->W; i++) {

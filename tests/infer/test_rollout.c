@@ -289,9 +289,15 @@ static void test_gemm_row_invariance_isa(int isa, int64_t K) {
     free(C0);
 }
 
+static float bf16_round(float x) { return vc_bf16_to_f32(vc_f32_to_bf16(x)); }
+
+/* equal bits, or both NaN (which NaN an fma returns is the hardware's choice of operand) */
+static int same_float(float a, float b) { return memcmp(&a, &b, 4) == 0 || (isnan(a) && isnan(b)); }
+
 /* random shapes, transposes, leading dimensions past the minimum, alpha and beta (K 0 among them): every element the
- * chain's bits, elements outside C's columns untouched; returns the mismatches */
-static int gemm_random_cases(int cases, uint64_t seed) {
+ * chain's bits, elements outside C's columns untouched; with bf16 matmuls the chain of the operands rounded to bf16
+ * (ties to even, among them a NaN and an infinity in some cases); returns the mismatches */
+static int gemm_random_cases(int cases, uint64_t seed, int bf16) {
     int bad = 0;
     for (int t = 0; t < cases; t++) {
         uint64_t r = vc_rng_u64(seed, (uint64_t)t, 0, 0);
@@ -306,8 +312,17 @@ static int gemm_random_cases(int cases, uint64_t seed) {
         for (int64_t i = 0; i < na; i++) A[i] = vc_rng_normal(seed + 1, (uint64_t)t, 0, (uint64_t)i);
         for (int64_t i = 0; i < nb; i++) B[i] = vc_rng_normal(seed + 2, (uint64_t)t, 0, (uint64_t)i);
         for (int64_t i = 0; i < M * ldc; i++) C0[i] = vc_rng_normal(seed + 3, (uint64_t)t, 0, (uint64_t)i);
+        if (bf16 && na > 8) { /* 1 + 2^-8 and 1 + 3 2^-8: ties to even (down, up); a signalling NaN whose bf16 rounding must stay a NaN, and an infinity */
+            const uint32_t special[4] = { 0x3f808000u, 0x3f818000u, 0x7f800001u, 0x7f800000u };
+            for (int e = 0; e < (t % 3 == 0 ? 4 : 2); e++) {
+                memcpy(A + (na / 5) * e, special + e, 4);
+                memcpy(B + (nb / 5) * e + 1, special + (e + 1) % 4, 4);
+            }
+        }
         memcpy(C, C0, (size_t)(M * ldc) * 4);
+        if (bf16) vc_set_matmul_precision(VC_PREC_BF16);
         vc_infer_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        vc_set_matmul_precision(VC_PREC_F32);
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < ldc; j++) {
                 float want = C0[i * ldc + j];
@@ -315,10 +330,14 @@ static int gemm_random_cases(int cases, uint64_t seed) {
                     for (int64_t k = 0; k < K; k++) {
                         a[k] = ta ? A[k * lda + i] : A[i * lda + k];
                         b[k] = tb ? B[j * ldb + k] : B[k * ldb + j];
+                        if (bf16) {
+                            a[k] = bf16_round(a[k]);
+                            b[k] = bf16_round(b[k]);
+                        }
                     }
                     want = gemm_chain(a, b, K, alpha, beta, C0[i * ldc + j]);
                 }
-                bad += memcmp(&want, C + i * ldc + j, 4) != 0;
+                bad += !same_float(want, C[i * ldc + j]);
             }
         free(A);
         free(B);
@@ -336,8 +355,11 @@ static void test_gemm_row_invariance(void) {
         if (vc_infer_gemm_set_isa(isa) == 0) {
             const int64_t ks[] = { 203, 16, 64, 45, 300 }; /* (sanitizers: the first two) */
             for (int k = 0; k < (LIGHT ? 2 : 5); k++) test_gemm_row_invariance_isa(isa, ks[k]);
-            int bad = gemm_random_cases(LIGHT ? 20 : 120, 77);
-            CHECK_MSG(bad == 0, "instruction set %d: %d elements of random cases not the chain's bits", isa, bad);
+            for (int bf16 = 0; bf16 <= 1; bf16++) {
+                int bad = gemm_random_cases(LIGHT ? 20 : 120, 77 + (uint64_t)bf16, bf16);
+                CHECK_MSG(bad == 0, "instruction set %d%s: %d elements of random cases not the chain's bits", isa,
+                          bf16 ? ", bf16 matmuls" : "", bad);
+            }
             n++;
         }
     printf("row-invariant GEMM: %d instruction sets checked\n", n);

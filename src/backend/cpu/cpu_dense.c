@@ -2,6 +2,7 @@
  * blocks, and parameter-gradient sums add per-block partials in block order, so results do not depend
  * on the number of threads. */
 #include "cpu.h"
+#include "bf16_round.h"
 #include "infer/infer.h"
 #include "backend/act_math.h"
 #include "verlc/dtype.h"
@@ -73,6 +74,30 @@ typedef struct {
     int trans, round;
 } pack_ctx;
 
+/* T's row r = X's row r rounded to bf16, 16 or 8 lanes at a time where the CPU has them (the same bits) */
+__attribute__((target("avx512f,avx2,fma"))) VC_NO_ASAN static int64_t round_row_512(const float *x, float *y, int64_t n) {
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) _mm512_storeu_ps(y + k, round16_512(_mm512_loadu_ps(x + k)));
+    return k;
+}
+
+__attribute__((target("avx2,fma"))) VC_NO_ASAN static int64_t round_row_avx(const float *x, float *y, int64_t n) {
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) _mm256_storeu_ps(y + k, round16_avx(_mm256_loadu_ps(x + k)));
+    return k;
+}
+
+static void round_row(const float *x, float *y, int64_t n) {
+    static int g_isa = -1; /* 2: AVX-512, 1: AVX2, 0: neither */
+    int isa = __atomic_load_n(&g_isa, __ATOMIC_RELAXED);
+    if (isa < 0) {
+        isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        __atomic_store_n(&g_isa, isa, __ATOMIC_RELAXED);
+    }
+    int64_t k = isa == 2 ? round_row_512(x, y, n) : isa == 1 ? round_row_avx(x, y, n) : 0;
+    for (; k < n; k++) y[k] = vc_bf16_to_f32(vc_f32_to_bf16(x[k]));
+}
+
 static void pack_task(void *p, int64_t t) {
     const pack_ctx *c = p;
     int64_t r0 = t * PACK_BLOCK, r1 = r0 + PACK_BLOCK < c->rows ? r0 + PACK_BLOCK : c->rows;
@@ -82,12 +107,10 @@ static void pack_task(void *p, int64_t t) {
                 float v = c->X[k * c->ld + r];
                 c->T[r * c->K + k] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
             }
+    else if (c->round)
+        for (int64_t r = r0; r < r1; r++) round_row(c->X + r * c->ld, c->T + r * c->K, c->K);
     else
-        for (int64_t r = r0; r < r1; r++)
-            for (int64_t k = 0; k < c->K; k++) {
-                float v = c->X[r * c->ld + k];
-                c->T[r * c->K + k] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
-            }
+        for (int64_t r = r0; r < r1; r++) memcpy(c->T + r * c->K, c->X + r * c->ld, (size_t)c->K * sizeof(float));
 }
 
 float *vc_cpu_pack_rows(int trans, const float *X, int64_t ld, int64_t rows, int64_t K, int round) {
