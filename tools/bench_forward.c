@@ -108,7 +108,8 @@ int vc_bench_forward(int argc, char **argv) {
         printf("  peak: theoretical %.1f GFLOP/s; 2048^3 products: OpenBLAS sgemm %.1f GFLOP/s (%s kernels), the "
                "row-invariant GEMM (the forward's) %.1f\n", peak_t, peak_g, vc_blas_core(), peak_r);
         printf("  %.1f%% of theoretical fp32 peak, %.1f%% of the measured sgemm, %.1f%% of the row-invariant GEMM\n",
-               100 * gf / peak_t, 100 * gf / peak_g, 100 * gf / peak_r);
+               peak_t > 0 ? 100 * gf / peak_t : 0.0, peak_g > 0 ? 100 * gf / peak_g : 0.0,
+               peak_r > 0 ? 100 * gf / peak_r : 0.0);
     } else {
         /* the CPU peaks say nothing about a device: measure its own GEMM at this precision */
         double peak_d = backend_sgemm_gflops(4096);

@@ -32,7 +32,7 @@
 #define RB 2       /* panels per task */
 
 typedef struct {
-    const float *At, *A, *B; /* At: packed panels (panel kernel); A: op(A)'s rows (column kernel) */
+    const float *A, *B; /* A: packed panels (panel kernel) or op(A)'s rows (column and scalar kernels) */
     float *C;
     int64_t M, N, K, lda, ldb, ldc;
     int64_t P, W;            /* rows per panel, lanes per vector */
@@ -82,7 +82,7 @@ static void panel_task(const gemm_ctx *c, int64_t t, int nr, const panel_fn wide
             int64_t i0 = p * c->P, rows = c->M - i0 < c->P ? c->M - i0 : c->P;
             int mv = (int)((rows + c->W - 1) / c->W); /* the last panel: as many vectors as its rows need */
             panel_fn f = w ? wide[mv - 1] : one[mv - 1];
-            f(c, c->At + i0 * c->K, i0, rows, j);
+            f(c, c->A + i0 * c->K, i0, rows, j);
         }
         j += w ? nr : 1;
     }
@@ -264,7 +264,7 @@ static int best_isa(void) {
     return VC_GEMM_SCALAR;
 }
 
-static int gemm_isa(void) {
+int vc_infer_gemm_isa(void) {
     int v = __atomic_load_n(&g_isa, __ATOMIC_RELAXED);
     if (v < 0) {
         v = best_isa();
@@ -353,7 +353,7 @@ static void gemm_panels(int isa, int ta, int tb, int64_t M, int64_t N, int64_t K
         pack_ctx pc = { .A = ta ? A + i0 : A + i0 * lda, .At = At, .M = rows, .K = K, .lda = lda, .P = P, .W = W,
                         .ta = ta, .round = r16 };
         vc_parallel((rows + P - 1) / P, pack_task, &pc);
-        gemm_ctx c = { .At = At, .B = Br, .C = C + i0 * ldc, .M = rows, .N = N, .K = K, .ldb = lb, .ldc = ldc,
+        gemm_ctx c = { .A = At, .B = Br, .C = C + i0 * ldc, .M = rows, .N = N, .K = K, .ldb = lb, .ldc = ldc,
                        .P = P, .W = W, .npanel = (rows + P - 1) / P, .alpha = alpha, .beta = beta };
         c.nrb = (c.npanel + RB - 1) / RB;
         vc_parallel(c.nrb * ((N + NB - 1) / NB), isa == VC_GEMM_AVX512 ? task_512 : task_avx, &c);
@@ -371,7 +371,7 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
         vc_asan_check_write(C, vc_matrix_bytes(M, N, ldc));
     }
     /* C = op(A) op(B): B is read as the rows of op(B)^T */
-    int r16 = vc_matmul_precision() == VC_PREC_BF16, isa = gemm_isa();
+    int r16 = vc_matmul_precision() == VC_PREC_BF16, isa = vc_infer_gemm_isa();
     int64_t W = isa == VC_GEMM_AVX512 ? 16 : 8, P = isa == VC_GEMM_AVX512 ? 48 : 16, la = 0, lb = 0;
     if (isa != VC_GEMM_SCALAR && M >= W) { /* (fewer rows: the column kernel) */
         gemm_panels(isa, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, P, W, r16);

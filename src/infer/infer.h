@@ -20,6 +20,7 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
  * gives the same bits (each element one chain of fused multiply-adds over k in order). */
 enum { VC_GEMM_SCALAR, VC_GEMM_AVX2, VC_GEMM_AVX512 };
 int vc_infer_gemm_set_isa(int isa); /* 0, or -1 when this CPU lacks it; isa < 0: the best again */
+int vc_infer_gemm_isa(void);         /* the one in use (bf16 rounding of operands takes the same vectors) */
 
 /* ---- KV page pool (kv_pool.c): reference-counted pages, each holding page_tokens tokens of every layer ----
  * With the prefix cache on (vc_kv_cache_enable), full pages are registered under their tokens and their

@@ -74,7 +74,8 @@ typedef struct {
     int trans, round;
 } pack_ctx;
 
-/* T's row r = X's row r rounded to bf16, 16 or 8 lanes at a time where the CPU has them (the same bits) */
+/* T's row r = X's row r rounded to bf16, 16 or 8 lanes at a time by the row-invariant GEMM's instruction set (the
+ * same bits as one at a time) */
 __attribute__((target("avx512f,avx2,fma"))) VC_NO_ASAN static int64_t round_row_512(const float *x, float *y, int64_t n) {
     int64_t k = 0;
     for (; k + 16 <= n; k += 16) _mm512_storeu_ps(y + k, round16_512(_mm512_loadu_ps(x + k)));
@@ -88,13 +89,8 @@ __attribute__((target("avx2,fma"))) VC_NO_ASAN static int64_t round_row_avx(cons
 }
 
 static void round_row(const float *x, float *y, int64_t n) {
-    static int g_isa = -1; /* 2: AVX-512, 1: AVX2, 0: neither */
-    int isa = __atomic_load_n(&g_isa, __ATOMIC_RELAXED);
-    if (isa < 0) {
-        isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        __atomic_store_n(&g_isa, isa, __ATOMIC_RELAXED);
-    }
-    int64_t k = isa == 2 ? round_row_512(x, y, n) : isa == 1 ? round_row_avx(x, y, n) : 0;
+    int isa = vc_infer_gemm_isa();
+    int64_t k = isa == VC_GEMM_AVX512 ? round_row_512(x, y, n) : isa == VC_GEMM_AVX2 ? round_row_avx(x, y, n) : 0;
     for (; k < n; k++) y[k] = vc_bf16_to_f32(vc_f32_to_bf16(x[k]));
 }
 
