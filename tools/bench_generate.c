@@ -145,11 +145,13 @@ int vc_bench_generate(int argc, char **argv) {
         return 1;
     }
     const vc_model_config *c = vc_model_cfg(m);
-    /* a step reads every weight except the untied input embedding (only the looked-up rows): as f32, or
-     * as bf16 on a GPU with bf16 matmuls (the rollout engine's bf16 weight copies) */
-    double wb = vc_device_is_gpu() && vc_matmul_precision() == VC_PREC_BF16 ? 2.0 : 4.0;
+    /* a step reads every weight except the untied input embedding (only the looked-up rows): as f32, or as bf16
+     * with bf16 matmuls (the rollout engine's bf16 weight copies, on a GPU and on the CPU), and the KV pages alike
+     * (bf16 pages with bf16 matmuls where a row has an even number of floats) */
+    int b16 = vc_matmul_precision() == VC_PREC_BF16;
+    double wb = b16 ? 2.0 : 4.0;
     double wbytes = wb * (double)vc_model_param_count(m) - (c->tied ? 0.0 : wb * (double)(vc_cfg_out_vocab(c) * vc_cfg_out_hidden(c)));
-    double kv_tok = 4.0 * (double)vc_kv_row_floats(m) * (double)c->n_layer;
+    double kv_tok = (b16 && vc_kv_row_floats(m) % 2 == 0 ? 2.0 : 4.0) * (double)vc_kv_row_floats(m) * (double)c->n_layer;
     printf("model %s: %.1f M parameters, %.2f GB of weights read per decode step, %.1f KB of KV per token "
            "(random init %.1f s)\n", config, vc_model_param_count(m) / 1e6, wbytes / 1e9, kv_tok / 1e3, vc_now() - t0);
     if (c->n_expert > 0)

@@ -294,12 +294,13 @@ void vc_model_zero_grad(vc_model *m);
  * grad before a backward) and frees the full-size gradient storage if any. area NULL: gradients off. */
 vc_status vc_model_enable_grad_at(vc_model *m, float *area);
 
-/* With bf16 matmuls on a GPU: on 1 rounds every weight matrix to bf16 once and lets the GEMMs read those
- * copies until on 0 (instead of rounding a weight in every GEMM that reads it: every micro-batch's forward
- * and backward, every decode step). The caller promises the weights do not change in between (around a
- * generate call, the micro-batches before an optimiser step). Same bits either way. Elsewhere (cpu, f32,
- * no room for the copies, VERLC_CUDA_WEIGHT_COPIES=0) it does nothing. One model at a time. Returns the
- * GEMM operands served since on (0 when on). */
+/* With bf16 matmuls: on 1 rounds every weight matrix to bf16 once and lets the GEMMs read those copies until on 0
+ * (instead of rounding a weight in every GEMM that reads it: every micro-batch's forward and backward on a GPU,
+ * every forward product and decode step on the CPU, whose row-invariant GEMM reads the 2-byte copies directly).
+ * The caller promises the weights do not change in between (around a generate call, the micro-batches before an
+ * optimiser step). Same bits either way. Elsewhere (f32, the sim device, no room for the copies,
+ * VERLC_WEIGHT_COPIES=0, or VERLC_CUDA_WEIGHT_COPIES=0 on a GPU) it does nothing. One model at a time. Returns
+ * the GEMM operands served since on (0 when on). */
 int64_t vc_model_weight_copies(vc_model *m, int on);
 /* the device memory vc_model_weight_copies(m, 1) takes (bf16 copies of the matrices; 0 where it makes none) */
 size_t vc_model_weight_copies_bytes(const vc_model *m);

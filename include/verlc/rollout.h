@@ -74,7 +74,7 @@ typedef struct vc_rollout_stats {
     int64_t decode_only_tokens; /* rows of steps that computed no prefill tokens ... */
     double decode_only_seconds; /* ... and the time those steps took (decode throughput) */
     double seconds;
-    int64_t weight_copy_hits; /* bf16 GEMM operands read from the call's bf16 weight copies (cuda, bf16) */
+    int64_t weight_copy_hits; /* bf16 GEMM operands read from the call's bf16 weight copies (bf16 matmuls) */
     int64_t graph_captures, graph_replays; /* decode steps captured / replayed as CUDA graphs (cuda) */
     int64_t graph_fallbacks; /* captures or replays that did not take (the step then ran eagerly) */
 } vc_rollout_stats;

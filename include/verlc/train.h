@@ -252,7 +252,7 @@ const char *vc_train_precision_name(int prec);
  * host: the trainer's host staging of the largest micro-batch (ids, targets, masks, loss weights). */
 typedef struct vc_mem_plan {
     size_t weights, grads, optim, activations, total;
-    size_t copies;           /* bf16 copies of the weight matrices a GPU step's GEMMs read (0 in f32 and on the CPU) */
+    size_t copies;           /* bf16 copies of the weight matrices a step's GEMMs read (bf16 matmuls; 0 in f32) */
     size_t host;
     size_t available;        /* free device memory on a GPU, else MemAvailable, at planning time (0 when unknown), after
                               * the weights, gradients and AdamW state were allocated; VERLC_MEMORY_AVAILABLE=24G

@@ -33,6 +33,7 @@
 
 typedef struct {
     const float *A, *B; /* A: packed panels (panel kernel) or op(A)'s rows (column and scalar kernels) */
+    const uint16_t *B16; /* B's rows as a registered bf16 copy (vc_cpu_bf16_copy_find; B unused), or NULL */
     float *C;
     int64_t M, N, K, lda, ldb, ldc;
     int64_t P, W;            /* rows per panel, lanes per vector */
@@ -45,7 +46,15 @@ VC_NO_ASAN static inline void finish_store(const gemm_ctx *c, float s, int64_t i
     *out = c->beta != 0.0f ? fmaf(c->beta, *out, r) : r;
 }
 
-/* MV vectors of rows x NR columns from panel At (rows i0.., `rows` of them real), columns j0.. */
+/* the tile's sums out through the scaling: MV vectors of rows x NR columns */
+#define PANEL_FINISH(VT, W, STORE, MV, NR)                                                                      \
+    float s[NR][W * MV];                                                                                        \
+    for (int j = 0; j < NR; j++)                                                                                \
+        for (int v = 0; v < MV; v++) STORE(s[j] + W * v, acc[v][j]);                                            \
+    for (int64_t i = 0; i < rows; i++)                                                                          \
+        for (int j = 0; j < NR; j++) finish_store(c, s[j][i], i0 + i, j0 + j);
+
+/* MV vectors of rows x NR columns from panel At (rows i0.., `rows` of them real), columns j0.., B's rows in f32 */
 #define PANEL_TILE(PFX, ATTR, VT, W, LOAD, FMA, ZERO, SET1, STORE, MV, NR)                                       \
     ATTR static void PFX##_p##MV##x##NR(const gemm_ctx *c, const float *At, int64_t i0, int64_t rows,          \
                                         int64_t j0) {                                                           \
@@ -62,52 +71,103 @@ VC_NO_ASAN static inline void finish_store(const gemm_ctx *c, float s, int64_t i
                 _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++) acc[v][j] = FMA(a[v], bb, acc[v][j]);     \
             }                                                                                                   \
         }                                                                                                       \
-        float s[NR][W * MV];                                                                                    \
-        for (int j = 0; j < NR; j++)                                                                            \
-            for (int v = 0; v < MV; v++) STORE(s[j] + W * v, acc[v][j]);                                        \
-        for (int64_t i = 0; i < rows; i++)                                                                      \
-            for (int j = 0; j < NR; j++) finish_store(c, s[j][i], i0 + i, j0 + j);                              \
+        PANEL_FINISH(VT, W, STORE, MV, NR)                                                                      \
+    }
+
+/* column j's first pair in B's bf16 copy: its group of VC_B16_LANES, its lane */
+static inline const uint16_t *b16_column(const gemm_ctx *c, int64_t j) {
+    return c->B16 + (j / VC_B16_LANES) * vc_b16_even(c->K) * VC_B16_LANES + (j % VC_B16_LANES) * 2;
+}
+
+/* the same from B's bf16 copy (the same chains; its layout in backend/cpu/cpu.h): two k at a time, b[j][k] and
+ * b[j][k + 1] broadcast as one 32-bit word, k's value its low half shifted up (SLO), k + 1's its high half masked
+ * (SHI); an odd K's last k alone (its pair's high half a zero) */
+#define PANEL_TILE16(PFX, ATTR, VT, VI, W, LOAD, FMA, ZERO, SET1I, SLO, SHI, STORE, MV, NR)                     \
+    ATTR static void PFX##_q##MV##x##NR(const gemm_ctx *c, const float *At, int64_t i0, int64_t rows,          \
+                                        int64_t j0) {                                                           \
+        VT acc[MV][NR];                                                                                         \
+        _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++)                                                   \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) acc[v][j] = ZERO();                           \
+        const uint16_t *b[NR]; /* column j's pairs, 2 VC_B16_LANES elements apart */                            \
+        _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) b[j] = b16_column(c, j0 + j);                     \
+        int64_t k = 0;                                                                                          \
+        for (; k + 2 <= c->K; k += 2) {                                                                         \
+            VT a[MV];                                                                                           \
+            _Pragma("GCC unroll 16") for (int h = 0; h < 2; h++) {                                              \
+                _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++)                                           \
+                    a[v] = LOAD(At + (k + h) * (W * MV) + W * v);                                               \
+                _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) {                                         \
+                    uint32_t pair;                                                                              \
+                    memcpy(&pair, b[j] + k * VC_B16_LANES, 4);                                                  \
+                    VI p = SET1I((int)pair);                                                                    \
+                    VT bb = h ? SHI(p) : SLO(p);                                                                \
+                    _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++) acc[v][j] = FMA(a[v], bb, acc[v][j]); \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+        for (; k < c->K; k++) {                                                                                 \
+            VT a[MV];                                                                                           \
+            _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++) a[v] = LOAD(At + k * (W * MV) + W * v);       \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) {                                             \
+                VI p = SET1I((int)b[j][k * VC_B16_LANES]);                                                      \
+                VT bb = SLO(p);                                                                                 \
+                _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++) acc[v][j] = FMA(a[v], bb, acc[v][j]);     \
+            }                                                                                                   \
+        }                                                                                                       \
+        PANEL_FINISH(VT, W, STORE, MV, NR)                                                                      \
     }
 
 typedef void (*panel_fn)(const gemm_ctx *c, const float *At, int64_t i0, int64_t rows, int64_t j0);
 
 /* task t: RB panels from row block t % nrb, columns NB from t / nrb: each NR columns across the panels, then the
- * last columns one at a time */
-static void panel_task(const gemm_ctx *c, int64_t t, int nr, const panel_fn wide[3], const panel_fn one[3]) {
+ * last columns one at a time (f[0] the f32 kernels, f[1] the bf16 copy's: wide[.][mv - 1] NR columns, one[.][mv - 1]
+ * a column, for panels of mv vectors) */
+static void panel_task(const gemm_ctx *c, int64_t t, int nr, const panel_fn wide[2][3], const panel_fn one[2][3]) {
     int64_t p0 = (t % c->nrb) * RB, p1 = p0 + RB < c->npanel ? p0 + RB : c->npanel;
     int64_t j0 = (t / c->nrb) * NB, j1 = j0 + NB < c->N ? j0 + NB : c->N;
+    int b16 = c->B16 != NULL;
     for (int64_t j = j0; j < j1;) {
         int w = j + nr <= j1;
         for (int64_t p = p0; p < p1; p++) {
             int64_t i0 = p * c->P, rows = c->M - i0 < c->P ? c->M - i0 : c->P;
             int mv = (int)((rows + c->W - 1) / c->W); /* the last panel: as many vectors as its rows need */
-            panel_fn f = w ? wide[mv - 1] : one[mv - 1];
+            panel_fn f = w ? wide[b16][mv - 1] : one[b16][mv - 1];
             f(c, c->A + i0 * c->K, i0, rows, j);
         }
         j += w ? nr : 1;
     }
 }
 
-/* ---- AVX2 + FMA: panels of 16 rows, 2 x 6 tiles ---- */
 #define AVX __attribute__((target("avx2,fma"))) VC_NO_ASAN
+#define AVX512 __attribute__((target("avx512f,avx2,fma"))) VC_NO_ASAN
+/* bf16 to f32 (exact: the bf16 bits above 16 zero bits): the low / high halves of 32-bit lanes */
+#define LO512(p) _mm512_castsi512_ps(_mm512_slli_epi32(p, 16))
+#define HI512(p) _mm512_castsi512_ps(_mm512_and_si512(p, _mm512_set1_epi32((int)0xffff0000u)))
+#define LOAVX(p) _mm256_castsi256_ps(_mm256_slli_epi32(p, 16))
+#define HIAVX(p) _mm256_castsi256_ps(_mm256_and_si256(p, _mm256_set1_epi32((int)0xffff0000u)))
+/* ---- AVX2 + FMA: panels of 16 rows, 2 x 6 tiles ---- */
 #define PANEL_AVX(MV, NR)                                                                                       \
     PANEL_TILE(avx, AVX, __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, _mm256_set1_ps,       \
-               _mm256_storeu_ps, MV, NR)
+               _mm256_storeu_ps, MV, NR)                                                                        \
+    PANEL_TILE16(avx, AVX, __m256, __m256i, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps,            \
+                 _mm256_set1_epi32, LOAVX, HIAVX, _mm256_storeu_ps, MV, NR)
 PANEL_AVX(1, 6)
 PANEL_AVX(2, 6)
 PANEL_AVX(1, 1)
 PANEL_AVX(2, 1)
 
 static void task_avx(void *p, int64_t t) {
-    static const panel_fn wide[3] = { avx_p1x6, avx_p2x6, NULL }, one[3] = { avx_p1x1, avx_p2x1, NULL };
+    static const panel_fn wide[2][3] = { { avx_p1x6, avx_p2x6, NULL }, { avx_q1x6, avx_q2x6, NULL } };
+    static const panel_fn one[2][3] = { { avx_p1x1, avx_p2x1, NULL }, { avx_q1x1, avx_q2x1, NULL } };
     panel_task(p, t, 6, wide, one);
 }
 
 /* ---- AVX-512: panels of 48 rows, 3 x 8 tiles ---- */
-#define AVX512 __attribute__((target("avx512f,avx2,fma"))) VC_NO_ASAN
 #define PANEL_512(MV, NR)                                                                                       \
     PANEL_TILE(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, _mm512_set1_ps,  \
-               _mm512_storeu_ps, MV, NR)
+               _mm512_storeu_ps, MV, NR)                                                                        \
+    PANEL_TILE16(t512, AVX512, __m512, __m512i, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps,       \
+                 _mm512_set1_epi32, LO512, HI512, _mm512_storeu_ps, MV, NR)
 PANEL_512(1, 8)
 PANEL_512(2, 8)
 PANEL_512(3, 8)
@@ -116,7 +176,8 @@ PANEL_512(2, 1)
 PANEL_512(3, 1)
 
 static void task_512(void *p, int64_t t) {
-    static const panel_fn wide[3] = { t512_p1x8, t512_p2x8, t512_p3x8 }, one[3] = { t512_p1x1, t512_p2x1, t512_p3x1 };
+    static const panel_fn wide[2][3] = { { t512_p1x8, t512_p2x8, t512_p3x8 }, { t512_q1x8, t512_q2x8, t512_q3x8 } };
+    static const panel_fn one[2][3] = { { t512_p1x1, t512_p2x1, t512_p3x1 }, { t512_q1x1, t512_q2x1, t512_q3x1 } };
     panel_task(p, t, 8, wide, one);
 }
 
@@ -196,12 +257,44 @@ AVX static inline void transpose8(__m256 r[8]) {
             for (int64_t j = 0; j < ncols; j++) finish_store(c, bt[i][j], i0 + i, j0 + j);                      \
         }                                                                                                       \
     }
+
+/* the same from B's bf16 copy (j0 a multiple of W): its layout puts k's and k + 1's values of W columns in one
+ * vector's lanes (SLO, SHI), so there is nothing to transpose; an odd K's last k alone */
+#define COL_TILE16(PFX, ATTR, VT, VI, W, LOADI, FMA, ZERO, SET1, SLO, SHI, STORE, MR)                            \
+    ATTR static void PFX##_c##MR##_16(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols) {              \
+        VT acc[MR];                                                                                             \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = ZERO();                                  \
+        const float *a = c->A + i0 * c->lda;                                                                    \
+        const uint16_t *g = b16_column(c, j0);                                                                  \
+        int64_t k = 0;                                                                                          \
+        for (; k + 2 <= c->K; k += 2) {                                                                         \
+            VI x = LOADI((const void *)(g + k * VC_B16_LANES));                                                 \
+            VT lo = SLO(x), hi = SHI(x);                                                                        \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = FMA(SET1(a[i * c->lda + k]), lo, acc[i]); \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                               \
+                acc[i] = FMA(SET1(a[i * c->lda + k + 1]), hi, acc[i]);                                          \
+        }                                                                                                       \
+        if (k < c->K) {                                                                                         \
+            VT lo = SLO(LOADI((const void *)(g + k * VC_B16_LANES)));                                           \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = FMA(SET1(a[i * c->lda + k]), lo, acc[i]); \
+        }                                                                                                       \
+        float bt[MR][W];                                                                                        \
+        for (int i = 0; i < MR; i++) {                                                                          \
+            STORE(bt[i], acc[i]);                                                                               \
+            for (int64_t j = 0; j < ncols; j++) finish_store(c, bt[i][j], i0 + i, j0 + j);                      \
+        }                                                                                                       \
+    }
 #define COL_512(MR)                                                                                             \
     COL_TILE(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, _mm512_set1_ps,    \
-             _mm512_storeu_ps, transpose16, MR)
+             _mm512_storeu_ps, transpose16, MR)                                                                 \
+    COL_TILE16(t512, AVX512, __m512, __m512i, 16, _mm512_loadu_si512, _mm512_fmadd_ps, _mm512_setzero_ps,      \
+               _mm512_set1_ps, LO512, HI512, _mm512_storeu_ps, MR)
 #define COL_AVX(MR)                                                                                             \
     COL_TILE(avx, AVX, __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, _mm256_set1_ps,         \
-             _mm256_storeu_ps, transpose8, MR)
+             _mm256_storeu_ps, transpose8, MR)                                                                  \
+    COL_TILE16(avx, AVX, __m256, __m256i, 8, LOADU256, _mm256_fmadd_ps, _mm256_setzero_ps, _mm256_set1_ps,     \
+               LOAVX, HIAVX, _mm256_storeu_ps, MR)
+#define LOADU256(p) _mm256_loadu_si256((const __m256i *)(p))
 #pragma GCC push_options
 #pragma GCC optimize("no-tree-loop-distribute-patterns")
 COL_512(1)
@@ -229,14 +322,20 @@ COL_AVX(7)
 #pragma GCC pop_options
 
 typedef void (*col_fn)(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols);
-static const col_fn COL512[15] = { t512_c1, t512_c2, t512_c3, t512_c4, t512_c5, t512_c6, t512_c7, t512_c8,
-                                   t512_c9, t512_c10, t512_c11, t512_c12, t512_c13, t512_c14, t512_c15 };
-static const col_fn COLAVX[7] = { avx_c1, avx_c2, avx_c3, avx_c4, avx_c5, avx_c6, avx_c7 };
+static const col_fn COL512[2][15] = {
+    { t512_c1, t512_c2, t512_c3, t512_c4, t512_c5, t512_c6, t512_c7, t512_c8, t512_c9, t512_c10, t512_c11, t512_c12,
+      t512_c13, t512_c14, t512_c15 },
+    { t512_c1_16, t512_c2_16, t512_c3_16, t512_c4_16, t512_c5_16, t512_c6_16, t512_c7_16, t512_c8_16, t512_c9_16,
+      t512_c10_16, t512_c11_16, t512_c12_16, t512_c13_16, t512_c14_16, t512_c15_16 }
+};
+static const col_fn COLAVX[2][7] = { { avx_c1, avx_c2, avx_c3, avx_c4, avx_c5, avx_c6, avx_c7 },
+                                     { avx_c1_16, avx_c2_16, avx_c3_16, avx_c4_16, avx_c5_16, avx_c6_16, avx_c7_16 } };
 
 /* task t: columns NB_COL from t, all M (< W) rows at once (B read once) */
 static void task_col(void *p, int64_t t) {
     const gemm_ctx *c = p;
-    col_fn f = c->W == 16 ? COL512[c->M - 1] : COLAVX[c->M - 1];
+    int b16 = c->B16 != NULL;
+    col_fn f = c->W == 16 ? COL512[b16][c->M - 1] : COLAVX[b16][c->M - 1];
     int64_t j1 = (t + 1) * NB_COL < c->N ? (t + 1) * NB_COL : c->N;
     for (int64_t j = t * NB_COL; j < j1; j += c->W) f(c, 0, j, j1 - j < c->W ? j1 - j : c->W);
 }
@@ -343,17 +442,17 @@ VC_NO_ASAN static void pack_task(void *p, int64_t t) {
  * long micro-batch's rows at K 4,864 would otherwise take as much again as A itself), B's rows read in place */
 #define CHUNK_PANELS 16
 static void gemm_panels(int isa, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                        int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int64_t P,
-                        int64_t W, int r16) {
-    int64_t lb = 0, mc = M < CHUNK_PANELS * P ? M : CHUNK_PANELS * P, cap = (mc + P - 1) / P * P * K;
-    float *Br = as_rows(!tb, B, ldb, N, K, r16, &lb);
+                        int64_t lda, const float *B, const uint16_t *B16, int64_t ldb, float beta, float *C,
+                        int64_t ldc, int64_t P, int64_t W, int r16) {
+    int64_t lb = ldb, mc = M < CHUNK_PANELS * P ? M : CHUNK_PANELS * P, cap = (mc + P - 1) / P * P * K;
+    float *Br = B16 ? (float *)B : as_rows(!tb, B, ldb, N, K, r16, &lb);
     float *At = Br ? vc_cpu_scratch((size_t)(cap > 0 ? cap : 1), sizeof(float), 0) : NULL; /* (whole panels) */
     for (int64_t i0 = 0; At && i0 < M; i0 += mc) {
         int64_t rows = M - i0 < mc ? M - i0 : mc;
         pack_ctx pc = { .A = ta ? A + i0 : A + i0 * lda, .At = At, .M = rows, .K = K, .lda = lda, .P = P, .W = W,
                         .ta = ta, .round = r16 };
         vc_parallel((rows + P - 1) / P, pack_task, &pc);
-        gemm_ctx c = { .A = At, .B = Br, .C = C + i0 * ldc, .M = rows, .N = N, .K = K, .ldb = lb, .ldc = ldc,
+        gemm_ctx c = { .A = At, .B = Br, .B16 = B16, .C = C + i0 * ldc, .M = rows, .N = N, .K = K, .ldb = lb, .ldc = ldc,
                        .P = P, .W = W, .npanel = (rows + P - 1) / P, .alpha = alpha, .beta = beta };
         c.nrb = (c.npanel + RB - 1) / RB;
         vc_parallel(c.nrb * ((N + NB - 1) / NB), isa == VC_GEMM_AVX512 ? task_512 : task_avx, &c);
@@ -373,13 +472,21 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
     /* C = op(A) op(B): B is read as the rows of op(B)^T */
     int r16 = vc_matmul_precision() == VC_PREC_BF16, isa = vc_infer_gemm_isa();
     int64_t W = isa == VC_GEMM_AVX512 ? 16 : 8, P = isa == VC_GEMM_AVX512 ? 48 : 16, la = 0, lb = 0;
+    /* B a registered weight (bf16 matmuls between vc_model_weight_copies' on and off): its bf16 copy, half the
+     * bytes of the f32 weights and not rounded again (the same values) */
+    const uint16_t *B16 = r16 && tb && K > 0 && isa != VC_GEMM_SCALAR ? vc_cpu_bf16_copy_find(B, N, K, ldb) : NULL;
     if (isa != VC_GEMM_SCALAR && M >= W) { /* (fewer rows: the column kernel) */
-        gemm_panels(isa, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, P, W, r16);
+        gemm_panels(isa, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, C, ldc, P, W, r16);
         return;
     }
-    float *Ar = as_rows(ta, A, lda, M, K, r16, &la), *Br = Ar ? as_rows(!tb, B, ldb, N, K, r16, &lb) : NULL;
+    float *Ar = as_rows(ta, A, lda, M, K, r16, &la), *Br = NULL;
+    if (Ar && B16) {
+        Br = (float *)B;
+        lb = ldb;
+    } else if (Ar)
+        Br = as_rows(!tb, B, ldb, N, K, r16, &lb);
     if (Ar && Br) {
-        gemm_ctx c = { .A = Ar, .B = Br, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc, .W = W,
+        gemm_ctx c = { .A = Ar, .B = Br, .B16 = B16, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc, .W = W,
                        .alpha = alpha, .beta = beta };
         if (isa != VC_GEMM_SCALAR) vc_parallel((N + NB_COL - 1) / NB_COL, task_col, &c);
         else vc_parallel((N + NB - 1) / NB, task_scalar, &c);

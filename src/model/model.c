@@ -2,6 +2,7 @@
 #include "model_internal.h"
 #include "verlc/vision.h"
 #include "verlc/cuda.h"
+#include "backend/cpu/cpu.h"
 #include <string.h>
 
 const vc_model_config *vc_model_cfg(const vc_model *m) { return &m->cfg; }
@@ -239,10 +240,12 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
     return VC_OK;
 }
 
+/* the active backend keeps bf16 weight copies: 1 the GPU's, 2 the CPU's, 0 none */
 static int copies_on(const vc_model *m) {
-    const char *env = getenv("VERLC_CUDA_WEIGHT_COPIES"); /* 0: off (for comparisons) */
-    return !(env && *env == '0') && vc_backend_cuda() && vc_be() == vc_backend_cuda() && m->be == vc_be() &&
-           vc_matmul_precision() == VC_PREC_BF16;
+    const char *env = getenv("VERLC_CUDA_WEIGHT_COPIES"), *any = getenv("VERLC_WEIGHT_COPIES"); /* 0: off (A/B) */
+    if ((any && *any == '0') || vc_matmul_precision() != VC_PREC_BF16 || m->be != vc_be()) return 0;
+    if (vc_backend_cuda() && vc_be() == vc_backend_cuda()) return env && *env == '0' ? 0 : 1;
+    return vc_be() == vc_backend_cpu() ? 2 : 0;
 }
 
 size_t vc_model_weight_copies_bytes(const vc_model *m) {
@@ -253,10 +256,12 @@ size_t vc_model_weight_copies_bytes(const vc_model *m) {
 }
 
 int64_t vc_model_weight_copies(vc_model *m, int on) {
-    if (!copies_on(m)) return 0;
+    int where = copies_on(m);
+    if (!where) return 0;
     if (!on) {
-        int64_t hits = vc_cuda_bf16_shadow_hits();
-        vc_cuda_bf16_shadow_drop();
+        int64_t hits = where == 1 ? vc_cuda_bf16_shadow_hits() : vc_cpu_bf16_copies_hits();
+        if (where == 1) vc_cuda_bf16_shadow_drop();
+        else vc_cpu_bf16_copies_drop();
         return hits;
     }
     int n = m->n_params, k = 0;
@@ -274,7 +279,10 @@ int64_t vc_model_weight_copies(vc_model *m, int on) {
         rc[n + k] = cols;
         rc[k++] = rows;
     }
-    if (w && rc && vc_cuda_bf16_shadow_add(w, rc, rc + n, k) != VC_OK) vc_clear_error(); /* GEMMs round as before */
+    vc_status st = !w || !rc ? VC_OK
+                   : where == 1 ? vc_cuda_bf16_shadow_add(w, rc, rc + n, k)
+                                : vc_cpu_bf16_copies_add(w, rc, rc + n, k);
+    if (st != VC_OK) vc_clear_error(); /* GEMMs round as before */
     free(w);
     free(rc);
     return 0;

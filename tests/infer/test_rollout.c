@@ -1,6 +1,7 @@
 /* Rollout engine: reproducibility across batch size / threads / request order / preemption, prompt page
  * sharing, rollout vs training log-probs, row invariance of the GEMM and of the paged forward, errors. */
 #include "infer/infer.h"
+#include "backend/cpu/cpu.h"
 #include "core/sanitize.h"
 #include "infer_test_util.h"
 #include "vc_test.h"
@@ -304,13 +305,18 @@ static int gemm_random_cases(int cases, uint64_t seed, int bf16) {
         int ta = (int)(r & 1), tb = (int)(r >> 1 & 1);
         int64_t M = 1 + (int64_t)(r >> 8 & 127), N = 1 + (int64_t)(r >> 16 & 63), K = (int64_t)(r >> 24 & 63);
         int64_t pad = (int64_t)(r >> 32 & 3);
-        int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+        /* every other bf16 case with B registered as a weight's bf16 copy (B's whole rows: no padding), its rows
+         * from the second group of 16 of a larger registered matrix where r says so: the same bits */
+        int copy = bf16 && tb && (t & 1), mid = (int)(r >> 44 & 1);
+        int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + (copy ? 0 : pad), ldc = N + pad;
         float alpha = (r >> 40 & 1) ? 1.0f : -0.625f, beta = (r >> 41 & 3) == 0 ? 0.0f : 1.5f;
         int64_t na = (ta ? K : M) * lda + 1, nb = (tb ? N : K) * ldb + 1;
-        float *A = malloc((size_t)na * 4), *B = malloc((size_t)nb * 4), *C = malloc((size_t)(M * ldc) * 4);
+        float *A = malloc((size_t)na * 4), *Bm = malloc((size_t)(nb + 16 * ldb) * 4), *B = Bm + 16 * ldb; /* (16
+                                                                                             rows before B) */
+        float *C = malloc((size_t)(M * ldc) * 4);
         float *C0 = malloc((size_t)(M * ldc) * 4), *a = malloc((size_t)(K + 1) * 4), *b = malloc((size_t)(K + 1) * 4);
         for (int64_t i = 0; i < na; i++) A[i] = vc_rng_normal(seed + 1, (uint64_t)t, 0, (uint64_t)i);
-        for (int64_t i = 0; i < nb; i++) B[i] = vc_rng_normal(seed + 2, (uint64_t)t, 0, (uint64_t)i);
+        for (int64_t i = 0; i < nb + 16 * ldb; i++) Bm[i] = vc_rng_normal(seed + 2, (uint64_t)t, 0, (uint64_t)i);
         for (int64_t i = 0; i < M * ldc; i++) C0[i] = vc_rng_normal(seed + 3, (uint64_t)t, 0, (uint64_t)i);
         if (bf16 && na > 8) { /* 1 + 2^-8 and 1 + 3 2^-8: ties to even (down, up); a signalling NaN whose bf16 rounding must stay a NaN, and an infinity */
             const uint32_t special[4] = { 0x3f808000u, 0x3f818000u, 0x7f800001u, 0x7f800000u };
@@ -320,9 +326,18 @@ static int gemm_random_cases(int cases, uint64_t seed, int bf16) {
             }
         }
         memcpy(C, C0, (size_t)(M * ldc) * 4);
+        const float *w = mid ? Bm : B;
+        int64_t wr = mid ? N + 16 : N;
+        if (copy) CHECK_OK(vc_cpu_bf16_copies_add(&w, &wr, &ldb, 1));
         if (bf16) vc_set_matmul_precision(VC_PREC_BF16);
         vc_infer_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         vc_set_matmul_precision(VC_PREC_F32);
+        if (copy) {
+            int64_t hits = vc_cpu_bf16_copies_hits();
+            CHECK_MSG(hits == (vc_infer_gemm_isa() != VC_GEMM_SCALAR && K > 0), "case %d: B's copy read %lld times", t,
+                      (long long)hits);
+            vc_cpu_bf16_copies_drop();
+        }
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < ldc; j++) {
                 float want = C0[i * ldc + j];
@@ -340,13 +355,41 @@ static int gemm_random_cases(int cases, uint64_t seed, int bf16) {
                 bad += !same_float(want, C[i * ldc + j]);
             }
         free(A);
-        free(B);
+        free(Bm);
         free(C);
         free(C0);
         free(a);
         free(b);
     }
     return bad;
+}
+
+/* which operands the registered bf16 copies serve: a weight or a run of its rows from a multiple of 16, all its
+ * columns, at its leading dimension, nothing else; the copy holds the rounded values in its layout (groups of 16
+ * rows, pairs of k side by side, zeros past the last row and an odd K's last column) */
+static void test_copy_find(void) {
+    float *w = malloc(60 * 5 * 4), *other = w + 40 * 5; /* w: 40 x 5, other: 20 x 5 */
+    for (int i = 0; i < 300; i++) w[i] = 1.0f + (float)i / 1024.0f;
+    const float *ws[2] = { other, w }; /* (registered in any order) */
+    int64_t rows[2] = { 20, 40 }, cols[2] = { 5, 5 };
+    CHECK_OK(vc_cpu_bf16_copies_add(ws, rows, cols, 2));
+    const uint16_t *h = vc_cpu_bf16_copy_find(w, 40, 5, 5);
+    CHECK(h && vc_cpu_bf16_copy_find(w + 16 * 5, 24, 5, 5) == h + 16 * 6);
+    CHECK(vc_cpu_bf16_copy_find(other + 16 * 5, 4, 5, 5) != NULL && !vc_cpu_bf16_copy_find(other + 16 * 5, 5, 5, 5));
+    CHECK(!vc_cpu_bf16_copy_find(w + 16 * 5, 25, 5, 5) && !vc_cpu_bf16_copy_find(w + 5, 1, 5, 5) &&
+          !vc_cpu_bf16_copy_find(w, 40, 4, 5) && !vc_cpu_bf16_copy_find(w, 40, 5, 6) &&
+          !vc_cpu_bf16_copy_find((const float *)((const char *)w + 2), 1, 5, 5));
+    int bad = 0;
+    for (int r = 0; h && r < 48; r++)
+        for (int k = 0; k < 6; k++) {
+            uint16_t want = r < 40 && k < 5 ? vc_f32_to_bf16(w[r * 5 + k]) : 0;
+            bad += h[(r / 16) * 6 * 16 + (k / 2) * 32 + (r % 16) * 2 + k % 2] != want;
+        }
+    CHECK_MSG(bad == 0, "%d elements of the copy not the weight's bf16 rounding in its layout", bad);
+    CHECK(vc_cpu_bf16_copies_hits() == 3);
+    vc_cpu_bf16_copies_drop();
+    CHECK(!vc_cpu_bf16_copy_find(w, 40, 5, 5));
+    free(w);
 }
 
 static void test_gemm_row_invariance(void) {
@@ -365,6 +408,7 @@ static void test_gemm_row_invariance(void) {
     printf("row-invariant GEMM: %d instruction sets checked\n", n);
     CHECK(n >= 1);
     vc_infer_gemm_set_isa(-1); /* the best again */
+    test_copy_find();
 }
 
 /* the sanitizer build: the GEMM's tiles are not instrumented, its entry checks the operands' extents, so an operand
@@ -467,6 +511,8 @@ static void test_bf16_kv(vc_model *m, const vc_sampling *sp, int n) {
 /* the same on fixture architectures (MLA + MoE, window + soft-caps, fused qkv, ...): with bf16 matmuls,
  * bf16 KV pages and the bf16 MLP activation give the samples of a float pool and an f32 activation,
  * bitwise, also when a small pool preempts */
+static int64_t g_copy_hits; /* gen_env's last call: GEMM operands read from bf16 weight copies */
+
 static vc_rollout_sample *gen_env(vc_model *m, const char *kv, const char *act, double budget, int *n, int64_t *pre) {
     setenv("VERLC_KV_BF16", kv, 1);
     setenv("VERLC_BF16_ACT", act, 1);
@@ -487,6 +533,7 @@ static vc_rollout_sample *gen_env(vc_model *m, const char *kv, const char *act, 
     if (e) CHECK_OK(vc_rollout_generate(e, rq, 3, &sp, &out, n));
     if (e) vc_rollout_last_stats(e, &st);
     *pre = st.preemptions;
+    g_copy_hits = st.weight_copy_hits;
     vc_rollout_free(e);
     unsetenv("VERLC_KV_BF16");
     unsetenv("VERLC_BF16_ACT");
@@ -508,17 +555,26 @@ static void test_bf16_archs(void) {
             continue;
         }
         double pb = (double)vc_kv_page_bytes(4, vc_model_cfg(m)->n_layer, vc_kv_row_floats(m), 0);
-        int na = 0, nb = 0, nc = 0, nd = 0;
-        int64_t pa, pbp, pc, pd;
+        int na = 0, nb = 0, nc = 0, nd = 0, ne = 0;
+        int64_t pa, pbp, pc, pd, pe;
         vc_rollout_sample *a = gen_env(m, "1", "1", 64e6, &na, &pa), *b = gen_env(m, "0", "1", 64e6, &nb, &pbp);
+        int64_t hits = g_copy_hits;
         vc_rollout_sample *c = gen_env(m, "1", "0", 64e6, &nc, &pc), *d = gen_env(m, "1", "1", 4.0 * pb, &nd, &pd);
-        int ok = a && b && c && d && na == 6 && nb == na && nc == na && nd == na && same_samples(a, b, na) &&
-                 same_samples(a, c, na) && same_samples(a, d, na);
-        CHECK_MSG(ok, "%s: bf16 KV / bf16 MLP activation change the samples (float KV %d, f32 act %d, preempted %d; "
-                  "%d samples)", names[i], a && b && same_samples(a, b, na), a && c && same_samples(a, c, na),
-                  a && d && same_samples(a, d, na), na);
-        printf("%s, bf16 matmuls: bf16 KV pages and MLP activation %s a float pool and f32 activation (also with %lld "
-               "preemptions)\n", names[i], ok ? "bitwise equal to" : "DIFFERENT from", (long long)pd);
+        setenv("VERLC_WEIGHT_COPIES", "0", 1); /* every GEMM rounding the f32 weights itself */
+        vc_rollout_sample *e = gen_env(m, "1", "1", 64e6, &ne, &pe);
+        unsetenv("VERLC_WEIGHT_COPIES");
+        int ok = a && b && c && d && e && na == 6 && nb == na && nc == na && nd == na && ne == na &&
+                 same_samples(a, b, na) && same_samples(a, c, na) && same_samples(a, d, na) && same_samples(a, e, na);
+        CHECK_MSG(ok, "%s: bf16 KV / bf16 MLP activation / weight copies change the samples (float KV %d, f32 act %d, "
+                  "preempted %d, no copies %d; %d samples)", names[i], a && b && same_samples(a, b, na),
+                  a && c && same_samples(a, c, na), a && d && same_samples(a, d, na), a && e && same_samples(a, e, na),
+                  na);
+        CHECK_MSG(hits > 0 && g_copy_hits == 0, "%s: %lld GEMM operands from the bf16 weight copies, %lld with them off",
+                  names[i], (long long)hits, (long long)g_copy_hits);
+        printf("%s, bf16 matmuls: bf16 KV pages, MLP activation and weight copies (%lld GEMM operands) %s a float pool, "
+               "f32 activation and rounding in every GEMM (also with %lld preemptions)\n", names[i], (long long)hits,
+               ok ? "bitwise equal to" : "DIFFERENT from", (long long)pd);
+        vc_rollout_samples_free(e, ne);
         vc_rollout_samples_free(a, na);
         vc_rollout_samples_free(b, nb);
         vc_rollout_samples_free(c, nc);

@@ -19,6 +19,18 @@ void *vc_cpu_scratch(size_t count, size_t size, int zero);
 /* X's rows x K floats (row stride ld; trans: X is [K, rows] and its columns are taken) as a packed row-major copy,
  * rounded to bf16 (nearest even) when round; blocks of rows on the pool. NULL: no memory (recorded for the sync) */
 float *vc_cpu_pack_rows(int trans, const float *X, int64_t ld, int64_t rows, int64_t K, int round);
+/* bf16 copies of weight matrices (cpu_copies.c; vc_model_weight_copies): w[i] (rows[i] x cols[i] floats, row-major)
+ * rounded to bf16 once and kept until drop (the caller promises the weights do not change meanwhile) in groups of
+ * VC_B16_LANES rows, each [vc_b16_even(cols) / 2][VC_B16_LANES][2] (element (r, k) of a group at
+ * (k / 2) * 2 VC_B16_LANES + 2 r + k % 2; zeros past the last row and column); find returns the group holding the
+ * first of the rows x cols floats at p (leading dimension ld: a registered weight or a run of its rows from a
+ * multiple of VC_B16_LANES, all its columns) or NULL */
+#define VC_B16_LANES 16
+static inline int64_t vc_b16_even(int64_t k) { return (k + 1) & ~(int64_t)1; }
+vc_status vc_cpu_bf16_copies_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n);
+void vc_cpu_bf16_copies_drop(void);
+int64_t vc_cpu_bf16_copies_hits(void); /* operands served since the last add */
+const uint16_t *vc_cpu_bf16_copy_find(const float *p, int64_t rows, int64_t cols, int64_t ld);
 /* tests: the next n scratch allocations fail (0: none), and the recorded fault is cleared */
 void vc_cpu_scratch_test(int n);
 void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
