@@ -438,6 +438,24 @@ VC_NO_ASAN static void pack_task(void *p, int64_t t) {
     }
 }
 
+/* the panel kernel over `rows` packed rows At (their C rows at C), B's rows in f32 (Br, leading dimension lb) or its
+ * bf16 copy (B16) */
+static void panels_run(int isa, const float *At, int64_t rows, int64_t N, int64_t K, float alpha, const float *Br,
+                       const uint16_t *B16, int64_t lb, float beta, float *C, int64_t ldc, int64_t P, int64_t W) {
+    gemm_ctx c = { .A = At, .B = Br, .B16 = B16, .C = C, .M = rows, .N = N, .K = K, .ldb = lb, .ldc = ldc, .P = P,
+                   .W = W, .npanel = (rows + P - 1) / P, .alpha = alpha, .beta = beta };
+    c.nrb = (c.npanel + RB - 1) / RB;
+    vc_parallel(c.nrb * ((N + NB - 1) / NB), isa == VC_GEMM_AVX512 ? task_512 : task_avx, &c);
+}
+
+/* op(A)'s rows i0.. (`rows` of them) packed into At as panels */
+static void pack_panels(int ta, const float *A, int64_t lda, int64_t i0, int64_t rows, int64_t K, float *At, int64_t P,
+                        int64_t W, int r16) {
+    pack_ctx pc = { .A = ta ? A + i0 : A + i0 * lda, .At = At, .M = rows, .K = K, .lda = lda, .P = P, .W = W,
+                    .ta = ta, .round = r16 };
+    vc_parallel((rows + P - 1) / P, pack_task, &pc);
+}
+
 /* the panel kernel over op(A)'s rows CHUNK_PANELS panels at a time (the packed copy of a chunk, not of all of A: a
  * long micro-batch's rows at K 4,864 would otherwise take as much again as A itself), B's rows read in place */
 #define CHUNK_PANELS 16
@@ -449,16 +467,56 @@ static void gemm_panels(int isa, int ta, int tb, int64_t M, int64_t N, int64_t K
     float *At = Br ? vc_cpu_scratch((size_t)(cap > 0 ? cap : 1), sizeof(float), 0) : NULL; /* (whole panels) */
     for (int64_t i0 = 0; At && i0 < M; i0 += mc) {
         int64_t rows = M - i0 < mc ? M - i0 : mc;
-        pack_ctx pc = { .A = ta ? A + i0 : A + i0 * lda, .At = At, .M = rows, .K = K, .lda = lda, .P = P, .W = W,
-                        .ta = ta, .round = r16 };
-        vc_parallel((rows + P - 1) / P, pack_task, &pc);
-        gemm_ctx c = { .A = At, .B = Br, .B16 = B16, .C = C + i0 * ldc, .M = rows, .N = N, .K = K, .ldb = lb, .ldc = ldc,
-                       .P = P, .W = W, .npanel = (rows + P - 1) / P, .alpha = alpha, .beta = beta };
-        c.nrb = (c.npanel + RB - 1) / RB;
-        vc_parallel(c.nrb * ((N + NB - 1) / NB), isa == VC_GEMM_AVX512 ? task_512 : task_avx, &c);
+        pack_panels(ta, A, lda, i0, rows, K, At, P, W, r16);
+        panels_run(isa, At, rows, N, K, alpha, Br, B16, lb, beta, C + i0 * ldc, ldc, P, W);
     }
     free(At);
     if (Br && Br != B) free(Br);
+}
+
+/* vc_infer_apack_new's packing: all of A's rows as panels, with the instruction set, panel size and bf16 rounding
+ * they were packed for */
+struct vc_infer_apack {
+    int isa, r16;
+    int64_t M, K, P, W;
+    float *At;
+};
+
+#define APACK_MAX_BYTES ((int64_t)256 << 20)
+vc_infer_apack *vc_infer_apack_new(int64_t M, int64_t K, const float *A, int64_t lda) {
+    int isa = vc_infer_gemm_isa();
+    int64_t W = isa == VC_GEMM_AVX512 ? 16 : 8, P = isa == VC_GEMM_AVX512 ? 48 : 16;
+    int64_t bytes = (M + P - 1) / P * P * K * (int64_t)sizeof(float);
+    if (isa == VC_GEMM_SCALAR || M < W || K <= 0 || bytes > APACK_MAX_BYTES) return NULL;
+    if (VC_ASAN) vc_asan_check_read(A, vc_matrix_bytes(M, K, lda));
+    vc_infer_apack *a = malloc(sizeof *a);
+    float *At = a ? malloc((size_t)bytes) : NULL;
+    if (!At) {
+        free(a);
+        return NULL;
+    }
+    *a = (vc_infer_apack){ isa, vc_matmul_precision() == VC_PREC_BF16, M, K, P, W, At };
+    pack_panels(0, A, lda, 0, M, K, At, P, W, a->r16);
+    return a;
+}
+
+void vc_infer_gemm_apack(const vc_infer_apack *a, int64_t N, float alpha, const float *B, int64_t ldb, float beta,
+                         float *C, int64_t ldc) {
+    if (N == 0) return;
+    if (VC_ASAN) {
+        vc_asan_check_read(B, vc_matrix_bytes(N, a->K, ldb));
+        vc_asan_check_write(C, vc_matrix_bytes(a->M, N, ldc));
+    }
+    const uint16_t *B16 = a->r16 ? vc_cpu_bf16_copy_find(B, N, a->K, ldb) : NULL;
+    int64_t lb = ldb;
+    float *Br = B16 ? (float *)B : as_rows(0, B, ldb, N, a->K, a->r16, &lb);
+    if (Br) panels_run(a->isa, a->At, a->M, N, a->K, alpha, Br, B16, lb, beta, C, ldc, a->P, a->W);
+    if (Br && Br != B) free(Br);
+}
+
+void vc_infer_apack_free(vc_infer_apack *a) {
+    if (a) free(a->At);
+    free(a);
 }
 
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,

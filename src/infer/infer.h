@@ -19,6 +19,15 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
 /* The row-invariant GEMM's instruction set: the best this CPU has, unless set lower (tests). Every instruction set
  * gives the same bits (each element one chain of fused multiply-adds over k in order). */
 enum { VC_GEMM_SCALAR, VC_GEMM_AVX2, VC_GEMM_AVX512 };
+/* A (M rows of K, leading dimension lda) packed once for several products C = alpha A B^T + beta C with it (the LM
+ * head's vocabulary slices): vc_infer_gemm_apack gives vc_infer_gemm(0, 1, ...)'s bits with that A, under the
+ * instruction set and matmul precision of the packing. NULL where packing does not apply (fewer rows than a vector's
+ * lanes, the scalar instruction set, over 256 MiB) or no memory: the caller calls vc_infer_gemm */
+typedef struct vc_infer_apack vc_infer_apack;
+vc_infer_apack *vc_infer_apack_new(int64_t M, int64_t K, const float *A, int64_t lda);
+void vc_infer_gemm_apack(const vc_infer_apack *a, int64_t N, float alpha, const float *B, int64_t ldb, float beta,
+                         float *C, int64_t ldc);
+void vc_infer_apack_free(vc_infer_apack *a);
 int vc_infer_gemm_set_isa(int isa); /* 0, or -1 when this CPU lacks it; isa < 0: the best again */
 int vc_infer_gemm_isa(void);         /* the one in use (bf16 rounding of operands takes the same vectors) */
 

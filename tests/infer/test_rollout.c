@@ -392,6 +392,44 @@ static void test_copy_find(void) {
     free(w);
 }
 
+/* A packed once for several products (the LM head's slices): each product the bits of vc_infer_gemm's, in f32 and
+ * bf16 (B also from a registered copy), under every instruction set; NULL where packing does not apply */
+static int apack_cases(void) {
+    int bad = 0;
+    const int64_t Ms[] = { 16, 49, 130 }, Ks[] = { 7, 64, 203 };
+    for (int bf16 = 0; bf16 <= 1; bf16++)
+        for (int c = 0; c < 3; c++) {
+            int64_t M = Ms[c], K = Ks[c], N = 100, lda = K + 3;
+            float *A = malloc((size_t)(M * lda) * 4), *B = malloc((size_t)(N * K) * 4);
+            float *C1 = malloc((size_t)(M * 48) * 4), *C2 = malloc((size_t)(M * 48) * 4);
+            for (int64_t i = 0; i < M * lda; i++) A[i] = vc_rng_normal(5, (uint64_t)c, 0, (uint64_t)i);
+            for (int64_t i = 0; i < N * K; i++) B[i] = vc_rng_normal(6, (uint64_t)c, 0, (uint64_t)i);
+            if (bf16 && c == 1) CHECK_OK(vc_cpu_bf16_copies_add((const float *const *)&B, &N, &K, 1));
+            vc_set_matmul_precision(bf16 ? VC_PREC_BF16 : VC_PREC_F32);
+            vc_infer_apack *ap = vc_infer_apack_new(M, K, A, lda);
+            CHECK(ap != NULL || vc_infer_gemm_isa() == VC_GEMM_SCALAR);
+            for (int64_t v0 = 0; ap && v0 < N; v0 += 48) { /* slices of 48 (the last 4), C's rows 48 apart */
+                int64_t n = N - v0 < 48 ? N - v0 : 48;
+                for (int64_t i = 0; i < M * 48; i++) C1[i] = C2[i] = (float)i;
+                vc_infer_gemm(0, 1, M, n, K, 0.5f, A, lda, B + v0 * K, K, 1.0f, C1, 48);
+                vc_infer_gemm_apack(ap, n, 0.5f, B + v0 * K, K, 1.0f, C2, 48);
+                bad += memcmp(C1, C2, (size_t)(M * 48) * 4) != 0;
+            }
+            vc_infer_apack_free(ap);
+            vc_set_matmul_precision(VC_PREC_F32);
+            vc_cpu_bf16_copies_drop();
+            free(A);
+            free(B);
+            free(C1);
+            free(C2);
+        }
+    vc_set_matmul_precision(VC_PREC_BF16);
+    float x[8 * 4] = { 0 };
+    CHECK(vc_infer_apack_new(vc_infer_gemm_isa() == VC_GEMM_AVX512 ? 15 : 7, 4, x, 4) == NULL); /* (too few rows) */
+    vc_set_matmul_precision(VC_PREC_F32);
+    return bad;
+}
+
 static void test_gemm_row_invariance(void) {
     int n = 0;
     for (int isa = VC_GEMM_AVX512; isa >= VC_GEMM_SCALAR; isa--)
@@ -403,6 +441,9 @@ static void test_gemm_row_invariance(void) {
                 CHECK_MSG(bad == 0, "instruction set %d%s: %d elements of random cases not the chain's bits", isa,
                           bf16 ? ", bf16 matmuls" : "", bad);
             }
+            int bad = apack_cases();
+            CHECK_MSG(bad == 0, "instruction set %d: %d products with A packed once differ from vc_infer_gemm's", isa,
+                      bad);
             n++;
         }
     printf("row-invariant GEMM: %d instruction sets checked\n", n);

@@ -3,6 +3,7 @@
  * when asked the sum of squared exponentials, for sum_v p_v^2) are merged across slices, so a [tokens x vocabulary] matrix never exists and the weight matrix is
  * read once per pass. Backward recomputes each slice's logits. */
 #include "cpu.h"
+#include "infer/infer.h"
 #include "core/vmath.h"
 #include "verlc/pool.h"
 #include <math.h>
@@ -23,6 +24,14 @@ typedef struct {
     int64_t v0, nv, T;
     float cap, scale;
 } head_ctx;
+
+/* Z = the slice's logits h W[v0 .. v0 + n)^T: the hidden states packed once for all slices where they can be (ap),
+ * else vc_cpu_gemm (the same bits) */
+static void slice_logits(const vc_infer_apack *ap, const float *h, const float *W, int64_t v0, int64_t n, int64_t T,
+                         int64_t H, float *Z) {
+    if (ap) vc_infer_gemm_apack(ap, n, 1.0f, W + v0 * H, H, 0.0f, Z, n);
+    else vc_cpu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n);
+}
 
 static int64_t slice_rows(int64_t T, int64_t V) {
     int64_t nv = SLICE_BYTES / 4 / (T > 0 ? T : 1);
@@ -79,14 +88,16 @@ void vc_cpu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const
     float *Z = vc_cpu_scratch((size_t)(T * nv) * sizeof(float), 1, 0);
     double *st = vc_cpu_scratch((size_t)T * 4 * sizeof(double), 1, 0);
     float *raw = logp ? logp : vc_cpu_scratch((size_t)T * sizeof(float), 1, 0);
+    vc_infer_apack *ap = NULL;
     if (!Z || !st || !raw) goto out;
     for (int64_t t = 0; t < T; t++) {
         st[t] = -INFINITY;
         raw[t] = 0;
     }
+    ap = vc_infer_apack_new(T, H, h, H);
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
         int64_t n = V - v0 < nv ? V - v0 : nv;
-        vc_cpu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n);
+        slice_logits(ap, h, W, v0, n, T, H, Z);
         head_ctx c = { .m = st, .s = st + T, .a = st + 2 * T, .q = sumsq ? st + 3 * T : NULL, .logp = raw, .Z = Z,
                        .b = b, .target = target, .v0 = v0, .nv = n, .T = T, .cap = hd->softcap,
                        .scale = hd->scale };
@@ -100,6 +111,7 @@ void vc_cpu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const
         if (logp) logp[t] = target && target[t] >= 0 ? (float)((double)raw[t] - L) : 0.0f;
     }
 out:
+    vc_infer_apack_free(ap);
     free(Z);
     free(st);
     if (raw != logp) free(raw);
@@ -151,9 +163,10 @@ void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, con
     int64_t nv = slice_rows(T, V);
     float *Z = vc_cpu_scratch((size_t)(T * nv) * sizeof(float), 1, 0);
     if (!Z) return;
+    vc_infer_apack *ap = vc_infer_apack_new(T, H, h, H);
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
         int64_t n = V - v0 < nv ? V - v0 : nv;
-        vc_cpu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n);
+        slice_logits(ap, h, W, v0, n, T, H, Z);
         head_ctx c = { .Z = Z, .dlogp = dlogp, .dent = dent, .lse = lse, .ent = ent, .b = b, .target = target,
                        .v0 = v0, .nv = n, .T = T, .cap = hd->softcap, .scale = hd->scale };
         vc_parallel((T + 15) / 16, bwd_rows, &c);
@@ -163,5 +176,6 @@ void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, con
             for (int64_t t = 0; t < T; t++)
                 for (int64_t v = 0; v < n; v++) db[v0 + v] += Z[t * n + v];
     }
+    vc_infer_apack_free(ap);
     free(Z);
 }
