@@ -363,10 +363,19 @@ static int best_isa(void) {
     return VC_GEMM_SCALAR;
 }
 
+/* VERLC_GEMM_ISA=scalar|avx2|avx512: a lower instruction set than the machine's best (benchmarks of another
+ * machine's kernels; the same bits either way); a higher one than the machine has is ignored */
+static int env_isa(int best) {
+    const char *e = getenv("VERLC_GEMM_ISA");
+    int isa = !e ? best : !strcmp(e, "scalar") ? VC_GEMM_SCALAR : !strcmp(e, "avx2") ? VC_GEMM_AVX2
+                        : !strcmp(e, "avx512") ? VC_GEMM_AVX512 : best;
+    return isa < best ? isa : best;
+}
+
 int vc_infer_gemm_isa(void) {
     int v = __atomic_load_n(&g_isa, __ATOMIC_RELAXED);
     if (v < 0) {
-        v = best_isa();
+        v = env_isa(best_isa());
         __atomic_store_n(&g_isa, v, __ATOMIC_RELAXED);
     }
     return v;
