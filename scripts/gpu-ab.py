@@ -15,7 +15,7 @@ import sys
 STEP = re.compile(r"^== (bench (?:train|logprob|generate) .*?)(?:: skipped.*)?$")
 TRAIN = re.compile(r"tokens in [0-9.]+ s: ([0-9.]+) tokens/s")
 LOGPROB = re.compile(r"^\s*time [0-9.]+ s\s+([0-9.]+) tokens/s")
-DECODE = re.compile(r"^\s+\d+\s+([0-9.]+)\s+[0-9.]+\s+[0-9.]+ GB")
+DECODE = re.compile(r"^\s+\d+\s+([0-9.]+)\s+[0-9.]+\s+(?:(?:mem|flop)\s+)?[0-9.]+ GB")
 WHOLE = re.compile(r"whole call ([0-9.]+) tokens/s")
 
 

@@ -2,9 +2,12 @@
  * decode tokens/s of the rollout engine (random weights) at several batch sizes against the memory
  * bandwidth roofline of this machine: a decode step must read every weight once (plus the KV cache; of a
  * mixture of experts, the experts its rows choose), so roofline tokens/s = bandwidth / bytes_per_step * batch. The bandwidth is measured here with a
- * STREAM-like copy and triad over the thread pool. */
+ * STREAM-like copy and triad over the thread pool. A larger batch is bound by compute instead: tokens/s <= peak /
+ * a token's forward FLOPs, the peak the row-invariant GEMM's measured 2048^3 rate on the CPU, the device's promised
+ * one on a GPU; the roofline printed is the lower of the two, marked "mem" or "flop". */
 #include "bench_util.h"
 #include "device_args.h"
+#include "verlc/perf.h"
 #include "verlc/pool.h"
 #include "verlc/rng.h"
 #include "verlc/rollout.h"
@@ -145,6 +148,11 @@ int vc_bench_generate(int argc, char **argv) {
         return 1;
     }
     const vc_model_config *c = vc_model_cfg(m);
+    double fpeak = 0, ftok = vc_perf_forward_flops(c, 1, 1); /* FLOP/s; a decode token's GEMMs */
+    if (vc_device_is_gpu()) {
+        if (vc_cuda_peak_flops(vc_matmul_precision() == VC_PREC_BF16, &fpeak) != VC_OK) vc_clear_error();
+    } else
+        fpeak = vc_perf_peak_rowinv(2048) * 1e9;
     /* a step reads every weight except the untied input embedding (only the looked-up rows): as f32, or as bf16
      * with bf16 matmuls (the rollout engine's bf16 weight copies, on a GPU and on the CPU), and the KV pages alike
      * (bf16 pages with bf16 matmuls where a row has an even number of floats) */
@@ -157,7 +165,10 @@ int vc_bench_generate(int argc, char **argv) {
     if (c->n_expert > 0)
         printf("mixture of experts: a step reads the experts its tokens' routers choose (the expected number of "
                "distinct ones, uniform routing): %.2f GB at batch 1\n", step_weight_bytes(c, wbytes, wb, 1) / 1e9);
-    printf("%6s %12s %14s %14s %8s\n", "batch", "decode tok/s", "roofline tok/s", "bytes/step", "ratio");
+    if (fpeak > 0)
+        printf("compute: %.2f GFLOP a token, %s %.1f GFLOP/s\n", ftok / 1e9,
+               vc_device_is_gpu() ? "the device's promised peak" : "the row-invariant GEMM's 2048^3 rate", fpeak / 1e9);
+    printf("%6s %12s %19s %14s %8s\n", "batch", "decode tok/s", "roofline tok/s", "bytes/step", "ratio");
     char *list = strdup(batches);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int B = atoi(tok);
@@ -184,8 +195,11 @@ int vc_bench_generate(int argc, char **argv) {
             vc_rollout_last_stats(e, &s);
             double tps = s.decode_only_seconds > 0 ? s.decode_only_tokens / s.decode_only_seconds : 0;
             double bytes = step_weight_bytes(c, wbytes, wb, B) + kv_tok * B * (prompt + n_new / 2.0);
-            double roof = peak / bytes * B;
-            printf("%6d %12.2f %14.2f %12.2f GB %7.0f%%", B, tps, roof, bytes / 1e9, 100.0 * tps / roof);
+            double roof = peak / bytes * B, froof = fpeak > 0 && ftok > 0 ? fpeak / ftok : 0;
+            int flop = froof > 0 && froof < roof;
+            if (flop) roof = froof;
+            printf("%6d %12.2f %14.2f %4s %12.2f GB %7.0f%%", B, tps, roof, flop ? "flop" : "mem", bytes / 1e9,
+                   100.0 * tps / roof);
             if (s.weight_copy_hits) printf("  (%lld GEMM operands from bf16 weight copies)", (long long)s.weight_copy_hits);
             if (s.graph_captures || s.graph_replays)
                 printf("  (CUDA graphs: %lld decode steps captured, %lld replayed)", (long long)s.graph_captures,
