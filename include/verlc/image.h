@@ -84,8 +84,13 @@ typedef struct vc_vl_image_config {
      * patch_limit_on_one_side; always padded */
     int64_t side_limit;
     /* Gemma 3's processor (Gemma3ImageProcessor): every image resized to fixed_h x fixed_w with Pillow's filter
-     * `resample` (2 BILINEAR, 3 BICUBIC; the others' 3), patches row by row; its prompt markup (vc_vl_pads) */
+     * `resample` (2 BILINEAR, 3 BICUBIC; the others' 3), patches row by row; its prompt markup (vc_vl_pads). With
+     * do_pan_and_scan (pas) an image whose aspect ratio reaches pas_min_ratio is also cut into 2 to pas_max_crops
+     * crops along its long side, each at least pas_min_crop pixels (vc_vl_gemma3_crops), each resized likewise: the
+     * whole image and its crops the frames of its grid */
     int gemma3, fixed_h, fixed_w, resample;
+    int pas, pas_min_crop, pas_max_crops;
+    double pas_min_ratio;
     /* GOT-OCR2's processor as InternVL's processor runs it (GotOcr2ImageProcessor with crop_to_patches): each image
      * resized to the tiling of fixed_w x fixed_h tiles (min_tiles to max_tiles of them) whose aspect ratio is nearest
      * its own, cut into those tiles, plus the whole image at one tile's size where there are several; each tile a
@@ -137,6 +142,12 @@ vc_status vc_vl_pixtral_size(const vc_vl_image_config *c, int64_t height, int64_
 /* Gemma 4's processor: the size an image of height x width is resized to (get_aspect_ratio_preserving_size);
  * VC_ERR_ARG when it comes out 0 x 0 or over the patch budget */
 vc_status vc_vl_gemma4_size(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
+
+/* Gemma 3's pan and scan of an image of height x width: the crops it is cut into (0: none: pan and scan off, or the
+ * image not elongated enough, or its crops under the minimum), *ncw x *nch of them, each *cw x *chh pixels (the last
+ * clipped to the image) */
+int vc_vl_gemma3_crops(const vc_vl_image_config *c, int64_t height, int64_t width, int *ncw, int *nch, int *cw,
+                       int *chh);
 
 /* GOT-OCR2's tiling (get_optimal_tiled_canvas) of an image of height x width: *cols x *rows tiles; the tiles the
  * processor gives it (the thumbnail included) */

@@ -27,6 +27,7 @@ typedef struct vc_rl_image {
     int tiles_h, tiles_w;      /* Llama 4: the canvas's tile rows and columns (grid[0] counts them and, past one, the
                                 * whole-image tile); 0 elsewhere */
     int64_t tokens;            /* its <|image_pad|> tokens in ids: t h w / merge_size^2 */
+    int crops;                 /* Gemma 3's pan and scan: the image's crops (grid[0] - 1 of its frames); 0 elsewhere */
     int width, height;         /* the decoded source's pixels (0 where not known) */
     int pil;                   /* a PIL image in verl ({"bytes": ..., "pil": true}: a Parquet column that Hugging Face
                                 * datasets decodes as its Image feature): _build_messages converts it to RGB (an

@@ -170,8 +170,14 @@ static vc_status image_grid(const vc_vl_image_config *c, int patch, const vc_ima
             return vc_fail(VC_ERR_SHAPE, "%s: %dx%d is not a multiple of patch_size * merge_size = %d and do_resize "
                            "is false", what, w, h, P * M);
     }
-    im->grid[0] = 1, im->grid[1] = h / P, im->grid[2] = w / P;
-    im->tokens = (int64_t)(h / P) * (w / P) / ((int64_t)M * M);
+    /* Gemma 3's pan and scan: the whole image and its crops, each a frame at the processor's size */
+    int ncw, nch, cw, chh, crops = c->gemma3 ? vc_vl_gemma3_crops(c, fh, fw, &ncw, &nch, &cw, &chh) : 0;
+    if (crops && !c->do_resize)
+        return vc_fail(VC_ERR_SHAPE, "%s: %dx%d with do_pan_and_scan true and do_resize false: Gemma 3's tower takes "
+                       "images of its size %dx%d only, not its %dx%d crops", what, fw, fh, c->fixed_w, c->fixed_h, cw, chh);
+    im->crops = crops;
+    im->grid[0] = 1 + crops, im->grid[1] = h / P, im->grid[2] = w / P;
+    im->tokens = (int64_t)(1 + crops) * (h / P) * (w / P) / ((int64_t)M * M);
     return VC_OK;
 }
 
@@ -366,6 +372,22 @@ static vc_status visual_text(const vc_vl_pads *p, int video, const vc_rl_image *
         for (int64_t r = 0; r < h; r++) {
             for (int64_t t = 0; t < w; t++) vc_sb_puts(o, p->rep);
             vc_sb_puts(o, r + 1 < h ? p->brk : p->close);
+        }
+        *taken = 1;
+        return VC_OK;
+    }
+    if (!video && p->close && !p->open && e->crops > 0) { /* Gemma 3's pan and scan (replace_image_token) */
+        int64_t per = e->tokens / (e->crops + 1);
+        if (per * (e->crops + 1) != e->tokens)
+            return vc_fail(VC_ERR_INTERNAL, "%s: image %d's %lld tokens are not its %d crops'", where, k,
+                           (long long)e->tokens, e->crops);
+        for (int f = 0; f <= e->crops; f++) {
+            vc_sb_puts(o, f == 0 ? "Here is the original image \n\n"
+                          : f == 1 ? " and here are some crops to help you see better \n\n" : " \n\n");
+            vc_sb_puts(o, p->image);
+            for (int64_t t = 0; t < per; t++) vc_sb_puts(o, p->rep);
+            vc_sb_puts(o, p->close);
+            vc_sb_puts(o, "\n\n");
         }
         *taken = 1;
         return VC_OK;

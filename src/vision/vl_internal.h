@@ -39,6 +39,9 @@ vc_status vc_vl_kimi_process(const struct vc_vl_image_config *c, const struct vc
 vc_status vc_vl_got_parse(const cJSON *j, struct vc_vl_image_config *c, const char *file);
 vc_status vc_vl_got_process(const struct vc_vl_image_config *c, const struct vc_image *img, const float table[3][256],
                             const char *what, struct vc_vl_pixels *out);
+/* Gemma 3's processor with pan and scan (gemma3_proc.c): the whole image and its crops as frames */
+vc_status vc_vl_gemma3_process(const struct vc_vl_image_config *c, const struct vc_image *img,
+                               const float table[3][256], const char *what, struct vc_vl_pixels *out);
 /* Mistral 3's processor (pixtral_proc.c): its keys */
 vc_status vc_vl_pixtral_parse(const cJSON *j, struct vc_vl_image_config *c, const char *file);
 /* Gemma 4's processor (gemma4_proc.c): its keys; one image's patches (levels through table) */

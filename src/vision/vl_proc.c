@@ -24,7 +24,8 @@ void vc_vl_image_config_default(vc_vl_image_config *c) {
 
 /* Gemma 3's processor: size {height, width}, its BILINEAR default, transformers' IMAGENET_STANDARD mean and std (0.5),
  * image_seq_length tokens an image (the tower's pooling: a square whose side divides the patch grid's), pan and scan
- * refused by name */
+ * with Gemma3Processor's defaults where the keys are null (a minimum crop of 256 pixels, at most 4 crops, from an
+ * aspect ratio of 1.2) */
 vc_status vc_vl_get_hw(const cJSON *j, int64_t max, int64_t *h, int64_t *w, const char *file) {
     const cJSON *size = vc_json_member(j, "size");
     char ctx[1100];
@@ -41,10 +42,22 @@ static vc_status parse_gemma3(const cJSON *j, vc_vl_image_config *c, const char 
     if (!st) st = vc_vl_get_pos_int(j, "image_seq_length", 1 << 20, &seq, file);
     if (!st) st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file);
     if (!st) st = vc_json_get_int(j, "resample", 2, &r, file);
-    if (!st && cJSON_IsBool(vc_json_member(j, "do_pan_and_scan")))
-        st = vc_json_get_bool(j, "do_pan_and_scan", 0, &pas, file);
+    const cJSON *pj = vc_json_member(j, "do_pan_and_scan");
+    if (!st && pj && !cJSON_IsNull(pj)) st = vc_json_get_bool(j, "do_pan_and_scan", 0, &pas, file); /* (null: off) */
+    int64_t min_crop = 256, max_crops = 4;
+    double min_ratio = 1.2;
+    if (!st && cJSON_IsNumber(vc_json_member(j, "pan_and_scan_min_crop_size")))
+        st = vc_vl_get_pos_int(j, "pan_and_scan_min_crop_size", 1 << 16, &min_crop, file);
+    if (!st && cJSON_IsNumber(vc_json_member(j, "pan_and_scan_max_num_crops")))
+        st = vc_vl_get_pos_int(j, "pan_and_scan_max_num_crops", 64, &max_crops, file);
+    if (!st && cJSON_IsNumber(vc_json_member(j, "pan_and_scan_min_ratio_to_activate"))) {
+        min_ratio = vc_json_member(j, "pan_and_scan_min_ratio_to_activate")->valuedouble;
+        if (!isfinite(min_ratio) || min_ratio <= 0)
+            st = vc_fail(VC_ERR_ARG, "%s: pan_and_scan_min_ratio_to_activate = %g (a positive number is needed)", file,
+                         min_ratio);
+    }
     if (st) return st;
-    if (pas) return vc_fail(VC_ERR_UNSUPPORTED, "%s: do_pan_and_scan true (Gemma 3's crops) is not built", file);
+    c->pas = pas, c->pas_min_crop = (int)min_crop, c->pas_max_crops = (int)max_crops, c->pas_min_ratio = min_ratio;
     if (r != 2 && r != 3)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: resample = %lld (2, BILINEAR, and 3, BICUBIC, are built)", file,
                        (long long)r);
@@ -335,6 +348,13 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
     }
     if (c->llama4) { /* Llama 4's tiles (torchvision's resize, its own bfloat16 levels) */
         st = vc_vl_llama4_process(c, img, what, out);
+        vc_image_free(&keyed);
+        return st;
+    }
+    int ncw, nch, cw, chh;
+    if (c->gemma3 && vc_vl_gemma3_crops(c, img->height, img->width, &ncw, &nch, &cw, &chh) > 0) { /* Gemma 3's pan
+                                                                          and scan: the whole image and its crops */
+        st = vc_vl_gemma3_process(c, img, table, what, out);
         vc_image_free(&keyed);
         return st;
     }

@@ -128,6 +128,37 @@ static void llama4_images(vc_model *m, const greedy_ref *r) {
     free(pix);
 }
 
+/* Gemma 3's pan and scan: an image and its crop as one image of two frames (grid 2 x 4 x 4, the processor's
+ * output) gives the hidden states of the two as separate images (transformers: the crops are more pixel_values rows,
+ * each run of image tokens attending both ways on its own) */
+static void gemma3_crops(vc_model *m, const greedy_ref *r) {
+    int32_t img = vc_model_cfg(m)->image_id, ids[12] = { 5, 6, img, img, img, img, 7, img, img, img, img, 8 };
+    int32_t one[3] = { 2, 4, 4 }, two[6] = { 1, 4, 4, 1, 4, 4 };
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(m)), cu[2] = { 0, 12 };
+    float *pix = malloc(sizeof(float) * (size_t)(32 * r->im.row)), *out[2] = { NULL, NULL };
+    for (int64_t k = 0; pix && k < 32 * r->im.row; k++)
+        pix[k] = k < 16 * r->im.row ? r->pix[k % (16 * r->im.row)] : (float)((k * 37) % 101) / 50.0f - 1.0f;
+    for (int v = 0; v < 2 && pix; v++) {
+        vc_images im = { v ? 2 : 1, v ? two : one, pix, r->im.row, NULL };
+        vc_batch b = { 1, cu, ids, .images = &im };
+        vc_graph *g = vc_graph_new();
+        vc_graph_set_grad(g, 0);
+        vc_tensor *h = vc_model_forward(m, g, &b, NULL);
+        CHECK_MSG(h != NULL, "Gemma 3, %s: %s", v ? "two images" : "an image of two frames", vc_last_error());
+        if (h && (out[v] = malloc(sizeof(float) * (size_t)(12 * H))) && vc_tensor_read(h, out[v])) {
+            free(out[v]);
+            out[v] = NULL;
+        }
+        vc_graph_free(g);
+    }
+    double worst = out[0] && out[1] ? 0 : INFINITY;
+    for (int64_t k = 0; out[0] && out[1] && k < 12 * H; k++) worst = fmax(worst, fabs(out[0][k] - out[1][k]));
+    CHECK_MSG(worst == 0, "Gemma 3: an image of two frames is %g from two images", worst);
+    free(out[0]);
+    free(out[1]);
+    free(pix);
+}
+
 /* Gemma 4: an image wider than its position table, several frames, a grid not whole pooling blocks: refused by name */
 static void gemma4_images(vc_model *m, const greedy_ref *r) {
     vc_images im = r->im;
@@ -625,6 +656,7 @@ int main(void) {
     free(r.pix);
     with_fixture(GLM_DIR, bad_images); /* GLM-4.1V: bad images refused by its tower as by Qwen's */
     with_fixture(GEMMA_DIR, gemma_prefix);
+    with_fixture(GEMMA_DIR, gemma3_crops);
     with_fixture(INTERN_DIR, intern_images);
     with_fixture("tests/fixtures/models/llama4_image", llama4_images);
     with_fixture(G4_DIR, gemma4_images);
