@@ -319,6 +319,50 @@ COL_AVX(4)
 COL_AVX(5)
 COL_AVX(6)
 COL_AVX(7)
+
+/* AVX2 with B's bf16 copy, MR (<= 5) rows: a whole group of 16 columns as two vectors (each 64-byte stretch of the
+ * copy read at once, not half of it by each of two 8-column tiles) */
+#define COL_AVX_PAIR(MR)                                                                                        \
+    AVX static void avx_w##MR##_16(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols) {                  \
+        __m256 acc[MR][2];                                                                                      \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();      \
+        const float *a = c->A + i0 * c->lda;                                                                    \
+        const uint16_t *g = b16_column(c, j0);                                                                  \
+        int64_t k = 0;                                                                                          \
+        for (; k + 2 <= c->K; k += 2) {                                                                         \
+            __m256i x0 = LOADU256(g + k * VC_B16_LANES), x1 = LOADU256(g + k * VC_B16_LANES + 16);              \
+            __m256 l0 = LOAVX(x0), l1 = LOAVX(x1), h0 = HIAVX(x0), h1 = HIAVX(x1);                              \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                             \
+                __m256 ai = _mm256_set1_ps(a[i * c->lda + k]);                                                  \
+                acc[i][0] = _mm256_fmadd_ps(ai, l0, acc[i][0]);                                                 \
+                acc[i][1] = _mm256_fmadd_ps(ai, l1, acc[i][1]);                                                 \
+            }                                                                                                   \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                             \
+                __m256 ai = _mm256_set1_ps(a[i * c->lda + k + 1]);                                              \
+                acc[i][0] = _mm256_fmadd_ps(ai, h0, acc[i][0]);                                                 \
+                acc[i][1] = _mm256_fmadd_ps(ai, h1, acc[i][1]);                                                 \
+            }                                                                                                   \
+        }                                                                                                       \
+        if (k < c->K) {                                                                                         \
+            __m256 l0 = LOAVX(LOADU256(g + k * VC_B16_LANES)), l1 = LOAVX(LOADU256(g + k * VC_B16_LANES + 16)); \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                             \
+                __m256 ai = _mm256_set1_ps(a[i * c->lda + k]);                                                  \
+                acc[i][0] = _mm256_fmadd_ps(ai, l0, acc[i][0]);                                                 \
+                acc[i][1] = _mm256_fmadd_ps(ai, l1, acc[i][1]);                                                 \
+            }                                                                                                   \
+        }                                                                                                       \
+        float bt[MR][16];                                                                                       \
+        for (int i = 0; i < MR; i++) {                                                                          \
+            _mm256_storeu_ps(bt[i], acc[i][0]);                                                                 \
+            _mm256_storeu_ps(bt[i] + 8, acc[i][1]);                                                             \
+            for (int64_t j = 0; j < ncols; j++) finish_store(c, bt[i][j], i0 + i, j0 + j);                      \
+        }                                                                                                       \
+    }
+COL_AVX_PAIR(1)
+COL_AVX_PAIR(2)
+COL_AVX_PAIR(3)
+COL_AVX_PAIR(4)
+COL_AVX_PAIR(5)
 #pragma GCC pop_options
 
 typedef void (*col_fn)(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols);
@@ -332,12 +376,14 @@ static const col_fn COLAVX[2][7] = { { avx_c1, avx_c2, avx_c3, avx_c4, avx_c5, a
                                      { avx_c1_16, avx_c2_16, avx_c3_16, avx_c4_16, avx_c5_16, avx_c6_16, avx_c7_16 } };
 
 /* task t: columns NB_COL from t, all M (< W) rows at once (B read once) */
+static const col_fn COLAVX_PAIR[5] = { avx_w1_16, avx_w2_16, avx_w3_16, avx_w4_16, avx_w5_16 };
+
 static void task_col(void *p, int64_t t) {
     const gemm_ctx *c = p;
-    int b16 = c->B16 != NULL;
-    col_fn f = c->W == 16 ? COL512[b16][c->M - 1] : COLAVX[b16][c->M - 1];
-    int64_t j1 = (t + 1) * NB_COL < c->N ? (t + 1) * NB_COL : c->N;
-    for (int64_t j = t * NB_COL; j < j1; j += c->W) f(c, 0, j, j1 - j < c->W ? j1 - j : c->W);
+    int b16 = c->B16 != NULL, pair = b16 && c->W == 8 && c->M <= 5; /* (AVX2: a group of 16 columns at once) */
+    col_fn f = pair ? COLAVX_PAIR[c->M - 1] : c->W == 16 ? COL512[b16][c->M - 1] : COLAVX[b16][c->M - 1];
+    int64_t j1 = (t + 1) * NB_COL < c->N ? (t + 1) * NB_COL : c->N, step = pair ? 16 : c->W;
+    for (int64_t j = t * NB_COL; j < j1; j += step) f(c, 0, j, j1 - j < step ? j1 - j : step);
 }
 
 /* ---- portable fallback: the same chain per element ---- */
