@@ -3,6 +3,7 @@
 #include "verlc/vision.h"
 #include "verlc/cuda.h"
 #include "backend/cpu/cpu.h"
+#include "verlc/train.h"
 #include <string.h>
 
 const vc_model_config *vc_model_cfg(const vc_model *m) { return &m->cfg; }
@@ -240,20 +241,28 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
     return VC_OK;
 }
 
-/* the active backend keeps bf16 weight copies: 1 the GPU's, 2 the CPU's, 0 none */
+/* the bf16 copies' bytes: every weight matrix at 2 bytes an element */
+static size_t matrix_bytes(const vc_model *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->n_params; i++)
+        if (m->params[i].t.ndim >= 2) n += (size_t)m->params[i].t.n * 2;
+    return n;
+}
+
+/* the active backend keeps bf16 weight copies: 1 the GPU's, 2 the CPU's, 0 none. On the CPU not where they would take
+ * over half of the memory available (MemAvailable, or VERLC_MEMORY_AVAILABLE): a large model's rollout then rounds in
+ * each GEMM as before instead of meeting the out-of-memory killer */
 static int copies_on(const vc_model *m) {
     const char *env = getenv("VERLC_CUDA_WEIGHT_COPIES"), *any = getenv("VERLC_WEIGHT_COPIES"); /* 0: off (A/B) */
     if ((any && *any == '0') || vc_matmul_precision() != VC_PREC_BF16 || m->be != vc_be()) return 0;
     if (vc_backend_cuda() && vc_be() == vc_backend_cuda()) return env && *env == '0' ? 0 : 1;
-    return vc_be() == vc_backend_cpu() ? 2 : 0;
+    if (vc_be() != vc_backend_cpu()) return 0;
+    size_t avail = 0;
+    if (vc_plan_available(0, &avail) != VC_OK) vc_clear_error(); /* (unknown: 0, no limit) */
+    return avail && matrix_bytes(m) > avail / 2 ? 0 : 2;
 }
 
-size_t vc_model_weight_copies_bytes(const vc_model *m) {
-    size_t n = 0;
-    for (int i = 0; copies_on(m) && i < m->n_params; i++)
-        if (m->params[i].t.ndim >= 2) n += (size_t)m->params[i].t.n * 2;
-    return n;
-}
+size_t vc_model_weight_copies_bytes(const vc_model *m) { return copies_on(m) ? matrix_bytes(m) : 0; }
 
 int64_t vc_model_weight_copies(vc_model *m, int on) {
     int where = copies_on(m);

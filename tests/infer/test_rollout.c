@@ -558,6 +558,16 @@ static void test_bf16_kv(vc_model *m, const vc_sampling *sp, int n) {
     setenv("VERLC_KV_BF16", "0", 1);
     vc_rollout_sample *b = generate(m, sp, (run_cfg){ 64, 2, 0, 0, 4, 0 }, n, &n32, &s32);
     unsetenv("VERLC_KV_BF16");
+    /* the CPU's bf16 weight copies skipped where they would take over half the memory available: the same samples */
+    int nm = 0;
+    vc_rollout_stats sm;
+    setenv("VERLC_MEMORY_AVAILABLE", "4K", 1);
+    vc_rollout_sample *lowmem = generate(m, sp, (run_cfg){ 64, 2, 0, 0, 4, 0 }, n, &nm, &sm);
+    unsetenv("VERLC_MEMORY_AVAILABLE");
+    CHECK_MSG(lowmem && nm == n16 && same_samples(a, lowmem, n16) && sm.weight_copy_hits == 0 && s16.weight_copy_hits > 0,
+              "bf16 weight copies with 4 KiB available: %lld GEMM operands from them (%lld with room)",
+              (long long)sm.weight_copy_hits, (long long)s16.weight_copy_hits);
+    vc_rollout_samples_free(lowmem, nm);
     size_t pb32 = vc_kv_page_bytes(4, 2, vc_kv_row_floats(m), 0);
     vc_rollout_sample *c = generate(m, sp, (run_cfg){ 64, 2, 0, 7, 4, 11.0 * (double)pb32 }, n, &np16, &sp16);
     CHECK_MSG(s16.page_bytes * 2 == s32.page_bytes, "bf16 KV page %lld bytes, float %lld", (long long)s16.page_bytes,
