@@ -3,14 +3,15 @@
  * with x [M, K] in f32 and W [N, K]; in training also dx = dy W and dW += dy^T x), for each row count M: milliseconds
  * and TFLOP/s per shape, the layer's total against the device's own GEMM peak (4096^3; 1024^3 off the GPU), and, with
  * bf16 matmuls, the cost of rounding an operand once (`operand_hold`: what q/k/v's input and a linear's output gradient
- * pay) beside what it saves. On cuda with bf16 the weights are registered as bf16 copies first, as a trainer step or a
- * generate call does. Last, gate and up as one GEMM (N = 2 I: vc_op_gated_mlp) against the two, and q_proj with a bias
+ * pay) beside what it saves. With bf16 the weights are registered as bf16 copies first (on cuda and on the cpu), as a
+ * trainer step or a generate call does. Last, gate and up as one GEMM (N = 2 I: vc_op_gated_mlp) against the two, and q_proj with a bias
  * (in the GEMM's epilogue, and copied in first), and on cuda with bf16 each forward shape through cuBLAS alone with
  * operands already in bf16, C in f32 and in bf16. For a MoE model (cuda, bf16) its grouped expert GEMMs too (bench_moe).
  * Random data; per call, the best of --iters runs of 10 calls in a
  * row, after one warm-up. */
 #include "cli.h"
 #include "device_args.h"
+#include "backend/cpu/cpu.h"
 #include "tensor/backend.h"
 #include "verlc/core.h"
 #include "verlc/cuda.h"
@@ -323,7 +324,8 @@ static int bench_moe(const vc_model_config *c, const gemm_opts *o) {
             rc = moe_line("dx = dG W (f32 dG)", &dx, o->iters) || moe_line("dW += dG^T x (wgrad)", &dw, o->iters);
         }
     }
-    if (copies) vc_cuda_bf16_shadow_drop();
+    if (copies == 1) vc_cuda_bf16_shadow_drop();
+    if (copies == 2) vc_cpu_bf16_copies_drop();
     if (Wu) vc_be()->free(Wu);
     if (Wd) vc_be()->free(Wd);
     if (a) vc_be()->free(a);
@@ -391,12 +393,14 @@ int vc_bench_gemm(int argc, char **argv) {
     float *y = vc_be()->alloc(sizeof(float) * ny);
     int ok = x && dy && y;
     for (int i = 0; ok && i < nl; i++) ok = (Ws[i] = upload((size_t)(L[i].N * L[i].K), 10 + (uint64_t)i)) != NULL;
-    int copies = 0;
-    if (ok && !strcmp(vc_be()->name, "cuda") && vc_matmul_precision() == VC_PREC_BF16) {
+    int copies = 0; /* 1: the GPU's, 2: the CPU's */
+    if (ok && vc_matmul_precision() == VC_PREC_BF16 && (!strcmp(vc_be()->name, "cuda") || vc_be() == vc_backend_cpu())) {
         const float *w[9];
         int64_t rows[9], cols[9];
         for (int i = 0; i < nl; i++) w[i] = Ws[i], rows[i] = L[i].N, cols[i] = L[i].K;
-        copies = vc_cuda_bf16_shadow_add(w, rows, cols, nl) == VC_OK;
+        copies = vc_be() == vc_backend_cpu() ? (vc_cpu_bf16_copies_add(w, rows, cols, nl) == VC_OK) * 2
+                                             : vc_cuda_bf16_shadow_add(w, rows, cols, nl) == VC_OK;
+        if (!copies) vc_clear_error();
     }
     vc_status st = ok ? VC_OK : VC_ERR_NOMEM;
     for (int r = 0; !st && !o.moe_only && r < o.n_rows; r++) {
@@ -421,7 +425,8 @@ int vc_bench_gemm(int argc, char **argv) {
             printf("  one layer: %.3f ms, %.1f TFLOP/s (%.0f%% of the peak above); with the LM head %.3f ms\n", lsec * 1e3,
                    lfl / lsec * 1e-12, peak > 0 ? 100.0 * lfl / lsec * 1e-12 / peak : 0.0, sec * 1e3);
     }
-    if (copies) vc_cuda_bf16_shadow_drop();
+    if (copies == 1) vc_cuda_bf16_shadow_drop();
+    if (copies == 2) vc_cpu_bf16_copies_drop();
     if (!st && bench_moe(&c, &o) && !(st = vc_be()->sync())) st = VC_ERR_INTERNAL;
     if (st) fprintf(stderr, "verlc bench gemm: %s\n", ok ? vc_last_error() : "out of memory for the operands");
     for (int i = 0; i < nl; i++)

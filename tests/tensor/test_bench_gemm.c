@@ -1,4 +1,4 @@
-/* `verlc bench gemm` on a small Qwen2-shaped config (cpu and the sim backend, f32 and bf16): it runs every GEMM of a
+/* `verlc bench gemm` on a small Qwen2-shaped config (cpu in f32 and bf16, the sim backend in bf16): it runs every GEMM of a
  * layer and the LM head, forward and backward, prints a line per shape and the layer's total; bad arguments and a
  * missing or broken config give one line and a non-zero exit. */
 #include "../cli_util.h"
@@ -46,8 +46,8 @@ int main(void) {
     }
     static char buf[65536];
     char args[800];
-    const char *dev[][2] = { { "cpu", "fp32" }, { "sim", "bf16" } };
-    for (int d = 0; d < 2; d++) {
+    const char *dev[][2] = { { "cpu", "fp32" }, { "sim", "bf16" }, { "cpu", "bf16" } };
+    for (int d = 0; d < 3; d++) {
         snprintf(args, sizeof args, "--config %s --rows 3,17 --iters 1 --backward --device %s --precision %s", cfg,
                  dev[d][0], dev[d][1]);
         int rc = bench(buf, sizeof buf, args);
@@ -55,8 +55,11 @@ int main(void) {
         CHECK_MSG(rc == 0 && count(buf, "TFLOP/s\n") >= 48 && count(buf, "one layer:") == 2 &&
                       strstr(buf, "lm_head") && strstr(buf, "M 17") && strstr(buf, "dW += dy^T x"),
                   "bench gemm on %s (%s): exit %d:\n%s", dev[d][0], dev[d][1], rc, buf);
-        if (d == 1) /* bf16 matmuls (operand_hold is the CUDA backend's alone: no such lines here) */
+        if (d >= 1) /* bf16 matmuls (operand_hold is the CUDA backend's alone: no such lines here) */
             CHECK_MSG(strstr(buf, "bf16 matmuls") && !strstr(buf, "operand hold of"), "bf16 on sim:\n%s", buf);
+        /* the weights from their bf16 copies on the cpu (as a generate call reads them), not on sim or in f32 */
+        CHECK_MSG(!strstr(buf, "from their bf16 copies") == (d < 2), "bench gemm on %s (%s): bf16 copies %s", dev[d][0],
+                  dev[d][1], d < 2 ? "used" : "not used");
     }
     cli_quiet = 1;
     snprintf(args, sizeof args, "--config %s --rows 3,x", cfg);
