@@ -1,7 +1,8 @@
 /* Gemma 3's image processor (Gemma3ImageProcessor: every image resized to its fixed size with Pillow's BILINEAR filter,
  * or BICUBIC, normalized to [-1, 1], patches row by row) behind qwen_vl_utils' fetch_image, as verl's image path runs
  * it, against transformers 5.25's Gemma3ImageProcessorPil (tools/fixtures/make_gemma3_image_fixture.py): the pixel
- * values of five images at two settings and with pan and scan (the whole image and its crops), the crops' arithmetic,
+ * values of five images at two settings and with pan and scan (the whole image and its crops; two of them also on the
+ * torchvision backend, transformers' Gemma3ImageProcessor), the crops' arithmetic,
  * the prompt markup (Gemma3Processor's full_image_sequence, and pan and scan's), bad configs. */
 #include "vc_test.h"
 #include <stdlib.h>
@@ -101,9 +102,27 @@ static void check_pas(void) {
         cJSON_Delete(imgs);
         vc_image_free(&img);
     }
-    printf("gemma3 pan and scan: %d images (%d cropped), max pixel difference %g against transformers\n", n, cropped,
-           worst);
-    CHECK_MSG(n == 5 && cropped >= 3 && worst == 0, "Gemma 3 pan and scan pixel values differ by %g", worst);
+    /* the torchvision backend (transformers' Gemma3ImageProcessor, where torchvision is installed): the first two */
+    c.tv = 1;
+    int ntv = 0;
+    for (const cJSON *s = cJSON_GetObjectItem(ref, "images")->child; s && ntv < 2; s = s->next, ntv++) {
+        vc_image img;
+        vc_vl_pixels px;
+        char key[64];
+        snprintf(key, sizeof key, "%d.pas.tv.pixels", ntv);
+        CHECK_OK(vc_image_load(img_path(s->valuestring), VC_ALPHA_QWEN_VL_UTILS, &img));
+        CHECK_OK(vc_vl_verl_image(&c, &img, NULL, s->valuestring, &px));
+        const vc_st_tensor *p = vc_ckpt_find(ck, key);
+        int same = p && p->shape[0] == px.rows && p->shape[1] == px.cols;
+        CHECK_MSG(same, "%s: %lld x %lld values on the torchvision backend", key, (long long)px.rows, (long long)px.cols);
+        for (int64_t k = 0; same && k < px.rows * px.cols; k++)
+            worst = fmax(worst, fabs((double)px.data[k] - (double)((const float *)p->data)[k]));
+        vc_vl_pixels_free(&px);
+        vc_image_free(&img);
+    }
+    printf("gemma3 pan and scan: %d images (%d cropped) on the PIL backend, %d on the torchvision one, max pixel "
+           "difference %g against transformers\n", n, cropped, ntv, worst);
+    CHECK_MSG(n == 5 && cropped >= 3 && ntv == 2 && worst == 0, "Gemma 3 pan and scan pixel values differ by %g", worst);
     vc_ckpt_close(ck);
     cJSON_Delete(ref);
 }
