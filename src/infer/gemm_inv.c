@@ -446,6 +446,20 @@ static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64
     return vc_cpu_pack_rows(trans, X, ld, rows, K, round);
 }
 
+/* B = W [N, K] (tb) a registered weight under bf16 matmuls (between vc_model_weight_copies' on and off): its bf16
+ * copy, half the bytes of the f32 weights and not rounded again (the same values); else NULL */
+static const uint16_t *b_copy(int r16, int isa, int tb, const float *B, int64_t N, int64_t K, int64_t ldb) {
+    return r16 && tb && K > 0 && isa != VC_GEMM_SCALAR ? vc_cpu_bf16_copy_find(B, N, K, ldb) : NULL;
+}
+
+/* op(B)^T's N rows for the kernels (*lb their leading dimension): B itself where its bf16 copy B16 is read instead */
+static float *b_rows(int tb, const float *B, const uint16_t *B16, int64_t ldb, int64_t N, int64_t K, int r16,
+                     int64_t *lb) {
+    if (!B16) return as_rows(!tb, B, ldb, N, K, r16, lb);
+    *lb = ldb;
+    return (float *)B;
+}
+
 /* M rows of op(A) from A in panels of P rows, each [K][width] with width = its rows rounded up to W (zeros past M),
  * panel p at At + p P K; rounded to bf16 when bf16 matmuls take it */
 typedef struct {
@@ -518,7 +532,7 @@ static void gemm_panels(int isa, int ta, int tb, int64_t M, int64_t N, int64_t K
                         int64_t lda, const float *B, const uint16_t *B16, int64_t ldb, float beta, float *C,
                         int64_t ldc, int64_t P, int64_t W, int r16) {
     int64_t lb = ldb, mc = M < CHUNK_PANELS * P ? M : CHUNK_PANELS * P, cap = (mc + P - 1) / P * P * K;
-    float *Br = B16 ? (float *)B : as_rows(!tb, B, ldb, N, K, r16, &lb);
+    float *Br = b_rows(tb, B, B16, ldb, N, K, r16, &lb);
     float *At = Br ? vc_cpu_scratch((size_t)(cap > 0 ? cap : 1), sizeof(float), 0) : NULL; /* (whole panels) */
     for (int64_t i0 = 0; At && i0 < M; i0 += mc) {
         int64_t rows = M - i0 < mc ? M - i0 : mc;
@@ -562,9 +576,9 @@ void vc_infer_gemm_apack(const vc_infer_apack *a, int64_t N, float alpha, const 
         vc_asan_check_read(B, vc_matrix_bytes(N, a->K, ldb));
         vc_asan_check_write(C, vc_matrix_bytes(a->M, N, ldc));
     }
-    const uint16_t *B16 = a->r16 ? vc_cpu_bf16_copy_find(B, N, a->K, ldb) : NULL;
+    const uint16_t *B16 = b_copy(a->r16, a->isa, 1, B, N, a->K, ldb);
     int64_t lb = ldb;
-    float *Br = B16 ? (float *)B : as_rows(0, B, ldb, N, a->K, a->r16, &lb);
+    float *Br = b_rows(1, B, B16, ldb, N, a->K, a->r16, &lb);
     if (Br) panels_run(a->isa, a->At, a->M, N, a->K, alpha, Br, B16, lb, beta, C, ldc, a->P, a->W);
     if (Br && Br != B) free(Br);
 }
@@ -585,19 +599,12 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
     /* C = op(A) op(B): B is read as the rows of op(B)^T */
     int r16 = vc_matmul_precision() == VC_PREC_BF16, isa = vc_infer_gemm_isa();
     int64_t W = isa == VC_GEMM_AVX512 ? 16 : 8, P = isa == VC_GEMM_AVX512 ? 48 : 16, la = 0, lb = 0;
-    /* B a registered weight (bf16 matmuls between vc_model_weight_copies' on and off): its bf16 copy, half the
-     * bytes of the f32 weights and not rounded again (the same values) */
-    const uint16_t *B16 = r16 && tb && K > 0 && isa != VC_GEMM_SCALAR ? vc_cpu_bf16_copy_find(B, N, K, ldb) : NULL;
+    const uint16_t *B16 = b_copy(r16, isa, tb, B, N, K, ldb);
     if (isa != VC_GEMM_SCALAR && M >= W) { /* (fewer rows: the column kernel) */
         gemm_panels(isa, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, C, ldc, P, W, r16);
         return;
     }
-    float *Ar = as_rows(ta, A, lda, M, K, r16, &la), *Br = NULL;
-    if (Ar && B16) {
-        Br = (float *)B;
-        lb = ldb;
-    } else if (Ar)
-        Br = as_rows(!tb, B, ldb, N, K, r16, &lb);
+    float *Ar = as_rows(ta, A, lda, M, K, r16, &la), *Br = Ar ? b_rows(tb, B, B16, ldb, N, K, r16, &lb) : NULL;
     if (Ar && Br) {
         gemm_ctx c = { .A = Ar, .B = Br, .B16 = B16, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc, .W = W,
                        .alpha = alpha, .beta = beta };

@@ -249,25 +249,30 @@ static size_t matrix_bytes(const vc_model *m) {
     return n;
 }
 
-/* the active backend keeps bf16 weight copies: 1 the GPU's, 2 the CPU's, 0 none. On the CPU not where they would take
- * over half of the memory available (MemAvailable, or VERLC_MEMORY_AVAILABLE): a large model's rollout then rounds in
- * each GEMM as before instead of meeting the out-of-memory killer */
-static int copies_on(const vc_model *m) {
+/* the backend that keeps bf16 weight copies for m: 1 the GPU, 2 the CPU, 0 none */
+static int copies_backend(const vc_model *m) {
     const char *env = getenv("VERLC_CUDA_WEIGHT_COPIES"), *any = getenv("VERLC_WEIGHT_COPIES"); /* 0: off (A/B) */
     if ((any && *any == '0') || vc_matmul_precision() != VC_PREC_BF16 || m->be != vc_be()) return 0;
     if (vc_backend_cuda() && vc_be() == vc_backend_cuda()) return env && *env == '0' ? 0 : 1;
-    if (vc_be() != vc_backend_cpu()) return 0;
-    size_t avail = 0;
-    if (vc_plan_available(0, &avail) != VC_OK) vc_clear_error(); /* (unknown: 0, no limit) */
-    return avail && matrix_bytes(m) > avail / 2 ? 0 : 2;
+    return vc_be() == vc_backend_cpu() ? 2 : 0;
 }
 
-size_t vc_model_weight_copies_bytes(const vc_model *m) { return copies_on(m) ? matrix_bytes(m) : 0; }
+/* copies_backend, less the CPU where the copies would take over half of the memory available (MemAvailable, or
+ * VERLC_MEMORY_AVAILABLE): a large model's rollout then rounds in each GEMM as before instead of meeting the
+ * out-of-memory killer. Asked when the copies are made; dropping them does not ask again (memory may have changed) */
+static int copies_fit(const vc_model *m) {
+    int where = copies_backend(m);
+    size_t avail = 0;
+    if (where == 2 && vc_plan_available(0, &avail) != VC_OK) vc_clear_error(); /* (unknown: 0, no limit) */
+    return where == 2 && avail && matrix_bytes(m) > avail / 2 ? 0 : where;
+}
+
+size_t vc_model_weight_copies_bytes(const vc_model *m) { return copies_fit(m) ? matrix_bytes(m) : 0; }
 
 int64_t vc_model_weight_copies(vc_model *m, int on) {
-    int where = copies_on(m);
+    int where = on ? copies_fit(m) : copies_backend(m);
     if (!where) return 0;
-    if (!on) {
+    if (!on) { /* (the CPU's drop: nothing to do where none were made) */
         int64_t hits = where == 1 ? vc_cuda_bf16_shadow_hits() : vc_cpu_bf16_copies_hits();
         if (where == 1) vc_cuda_bf16_shadow_drop();
         else vc_cpu_bf16_copies_drop();

@@ -689,7 +689,7 @@ static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *
             g[0] > 1 << 12)
             return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d) is not whole %d x %d blocks of patches", i,
                            g[0], g[1], g[2], c->merge, c->merge);
-        if (c->kind == VIS_SIGLIP && (g[0] < 1 || g[1] != c->side || g[2] != c->side)) /* (frames: pan and scan's) */
+        if (c->kind == VIS_SIGLIP && (g[1] != c->side || g[2] != c->side)) /* (several frames: pan and scan's) */
             return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d): Gemma 3's tower takes frames of %d x %d "
                            "patches (its image_size)", i, g[0], g[1], g[2], c->side, c->side);
         if (c->kind == VIS_GEMMA4 && (g[0] != 1 || g[1] > c->side || g[2] > c->side))

@@ -38,8 +38,11 @@ static vc_status crop(const vc_image *img, int x0, int y0, int w, int h, vc_imag
     w = x0 + w > img->width ? img->width - x0 : w;
     h = y0 + h > img->height ? img->height - y0 : h;
     *out = *img;
-    out->width = w, out->height = h;
-    out->rgb = w > 0 && h > 0 ? malloc((size_t)w * (size_t)h * 3) : NULL;
+    out->width = w, out->height = h, out->rgb = NULL;
+    if (w < 1 || h < 1) /* (the last of n crops of ceil(side / n) can start past a small image's edge) */
+        return vc_fail(VC_ERR_SHAPE, "pan and scan: the crop at (%d, %d) of a %dx%d image is empty (transformers' "
+                       "processor fails there too; raise pan_and_scan_min_crop_size)", x0, y0, img->width, img->height);
+    out->rgb = malloc((size_t)w * (size_t)h * 3);
     if (!out->rgb) return vc_fail(VC_ERR_NOMEM, "a %dx%d crop", w, h);
     for (int y = 0; y < h; y++)
         memcpy(out->rgb + (size_t)y * (size_t)w * 3, img->rgb + ((size_t)(y0 + y) * (size_t)img->width + x0) * 3,

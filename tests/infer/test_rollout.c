@@ -388,7 +388,7 @@ static void test_copy_find(void) {
     CHECK_MSG(bad == 0, "%d elements of the copy not the weight's bf16 rounding in its layout", bad);
     CHECK(vc_cpu_bf16_copies_hits() == 3);
     vc_cpu_bf16_copies_drop();
-    CHECK(!vc_cpu_bf16_copy_find(w, 40, 5, 5));
+    CHECK(vc_cpu_bf16_copies_hits() == 0 && !vc_cpu_bf16_copy_find(w, 40, 5, 5));
     free(w);
 }
 
@@ -568,6 +568,20 @@ static void test_bf16_kv(vc_model *m, const vc_sampling *sp, int n) {
               "bf16 weight copies with 4 KiB available: %lld GEMM operands from them (%lld with room)",
               (long long)sm.weight_copy_hits, (long long)s16.weight_copy_hits);
     vc_rollout_samples_free(lowmem, nm);
+    /* copies made with room are dropped at the end even where the memory available fell meanwhile */
+    const float *w0 = NULL;
+    int64_t rows0 = 0, cols0 = 0;
+    for (int i = 0; i < vc_model_n_params(m) && !w0; i++) {
+        vc_tensor *t = vc_model_param(m, i, NULL, NULL);
+        if (t && t->ndim == 2) w0 = t->data, rows0 = t->shape[0], cols0 = t->shape[1];
+    }
+    vc_model_weight_copies(m, 1);
+    int made = w0 && vc_cpu_bf16_copy_find(w0, rows0, cols0, cols0) != NULL;
+    setenv("VERLC_MEMORY_AVAILABLE", "4K", 1);
+    vc_model_weight_copies(m, 0);
+    unsetenv("VERLC_MEMORY_AVAILABLE");
+    CHECK_MSG(made && !vc_cpu_bf16_copy_find(w0, rows0, cols0, cols0) && vc_cpu_bf16_copies_hits() == 0,
+              "bf16 weight copies: made %d, still registered after the memory available fell", made);
     size_t pb32 = vc_kv_page_bytes(4, 2, vc_kv_row_floats(m), 0);
     vc_rollout_sample *c = generate(m, sp, (run_cfg){ 64, 2, 0, 7, 4, 11.0 * (double)pb32 }, n, &np16, &sp16);
     CHECK_MSG(s16.page_bytes * 2 == s32.page_bytes, "bf16 KV page %lld bytes, float %lld", (long long)s16.page_bytes,

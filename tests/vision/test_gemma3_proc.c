@@ -146,6 +146,14 @@ static void crop_counts(void) {
                   "%dx%d: %d crops of %dx%d (transformers: %d of %dx%d)", cases[i].w, cases[i].h, n, cw, ch,
                   cases[i].n, cases[i].cw, cases[i].ch);
     }
+    /* a 4 x 1 image in 3 crops of 2: the last one starts past the edge (transformers' pan_and_scan cuts it empty and
+     * its resize fails): refused by name */
+    c.pas = 1, c.pas_min_crop = 1, c.pas_max_crops = 3, c.pas_min_ratio = 1.2;
+    uint8_t px4[12] = { 0 };
+    vc_image tiny = { .width = 4, .height = 1, .rgb = px4, .mode = VC_IMG_RGB };
+    vc_vl_pixels out;
+    CHECK_MSG(vc_vl_image_process(&c, &tiny, "tiny.png", &out) && strstr(vc_last_error(), "tiny.png") &&
+                  strstr(vc_last_error(), "empty"), "an empty crop: %s", vc_last_error());
     c.pas = 0;
     int a, b, d, e;
     CHECK(vc_vl_gemma3_crops(&c, 300, 1000, &a, &b, &d, &e) == 0); /* (off) */

@@ -29,7 +29,7 @@ float *vc_cpu_pack_rows(int trans, const float *X, int64_t ld, int64_t rows, int
 static inline int64_t vc_b16_even(int64_t k) { return (k + 1) & ~(int64_t)1; }
 vc_status vc_cpu_bf16_copies_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n);
 void vc_cpu_bf16_copies_drop(void);
-int64_t vc_cpu_bf16_copies_hits(void); /* operands served since the last add */
+int64_t vc_cpu_bf16_copies_hits(void); /* operands served since the last add (0 after a drop) */
 const uint16_t *vc_cpu_bf16_copy_find(const float *p, int64_t rows, int64_t cols, int64_t ld);
 /* tests: the next n scratch allocations fail (0: none), and the recorded fault is cleared */
 void vc_cpu_scratch_test(int n);

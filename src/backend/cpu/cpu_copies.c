@@ -31,6 +31,7 @@ void vc_cpu_bf16_copies_drop(void) {
     free(g_copies);
     g_copies = NULL;
     g_n = 0;
+    __atomic_store_n(&g_hits, 0, __ATOMIC_RELAXED); /* (served since the last add: none once they are gone) */
 }
 
 int64_t vc_cpu_bf16_copies_hits(void) { return __atomic_load_n(&g_hits, __ATOMIC_RELAXED); }
@@ -69,7 +70,7 @@ __attribute__((target("avx2,fma"))) VC_NO_ASAN static int64_t to_bf16_avx(const 
 }
 
 /* a row's K values rounded into y (K rounded up to even: a zero past the last) */
-static void round_row(const float *x, uint16_t *y, int64_t K) {
+static void round_row16(const float *x, uint16_t *y, int64_t K) {
     int isa = vc_infer_gemm_isa();
     int64_t k = isa == VC_GEMM_AVX512 ? to_bf16_512(x, y, K) : isa == VC_GEMM_AVX2 ? to_bf16_avx(x, y, K) : 0;
     for (; k < K; k++) y[k] = vc_f32_to_bf16(x[k]);
@@ -89,7 +90,7 @@ static void round_task(void *p, int64_t t) {
         uint32_t *dst = (uint32_t *)(c->h + g * Kp * VC_B16_LANES); /* [Kp / 2][16] pairs */
         for (int l = 0; l < VC_B16_LANES; l++) {
             int64_t rr = g * VC_B16_LANES + l;
-            if (rr < c->rows) round_row(c->w + rr * K, row, K);
+            if (rr < c->rows) round_row16(c->w + rr * K, row, K);
             else memset(row, 0, (size_t)Kp * sizeof *row);
             for (int64_t q = 0; q < Kp / 2; q++) memcpy(dst + q * VC_B16_LANES + l, row + 2 * q, 4);
         }
