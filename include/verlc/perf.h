@@ -6,7 +6,9 @@
 /* fp32 peak from the CPU's vector FMA width x FMA units x cores x clock (GFLOP/s); 0 if unknown */
 double vc_perf_peak_theoretical(void);
 /* achieved fp32 GEMM GFLOP/s of an n x n x n product on this machine (best of a few runs): OpenBLAS's sgemm over the
- * thread pool (the CPU's backward products), and the row-invariant GEMM (its forward products) */
+ * thread pool (the CPU's backward products), and the row-invariant GEMM (its forward products; under bf16 matmuls
+ * with B as a registered bf16 weight copy, as a model's products read theirs: measure before any are made, since it
+ * drops them all after) */
 double vc_perf_peak_sgemm(int n);
 double vc_perf_peak_rowinv(int n);
 /* FLOPs of one forward over `tokens` tokens packed in sequences of length seq_len (matmuls, attention,

@@ -39,7 +39,23 @@ typedef struct {
     int64_t P, W;            /* rows per panel, lanes per vector */
     int64_t npanel, nrb;     /* panels, row blocks of RB panels */
     float alpha, beta;
+    int ftz;                 /* bf16 matmuls: the tasks run under flush-to-zero and denormals-are-zero */
+    const uint32_t *Ap;      /* the column kernel's A rows as bf16 pairs (AVX-512 BF16 with a copy of B), or NULL */
+    int64_t lap;             /* their leading dimension (pairs) */
 } gemm_ctx;
+
+/* bf16 matmuls run under flush-to-zero and denormals-are-zero on every instruction set, as AVX-512 BF16's dot
+ * products always do (so a denormal operand, partial sum or result gives the same bits on each): a task's MXCSR
+ * for its span */
+#define FTZ_DAZ 0x8040u
+static inline unsigned ftz_enter(const gemm_ctx *c) {
+    unsigned old = _mm_getcsr();
+    if (c->ftz) _mm_setcsr(old | FTZ_DAZ);
+    return old;
+}
+static inline void ftz_leave(const gemm_ctx *c, unsigned old) {
+    if (c->ftz) _mm_setcsr(old);
+}
 
 VC_NO_ASAN static inline void finish_store(const gemm_ctx *c, float s, int64_t i, int64_t j) {
     float *out = c->C + i * c->ldc + j, r = c->alpha * s;
@@ -80,8 +96,8 @@ static inline const uint16_t *b16_column(const gemm_ctx *c, int64_t j) {
 }
 
 /* the same from B's bf16 copy (the same chains; its layout in backend/cpu/cpu.h): two k at a time, b[j][k] and
- * b[j][k + 1] broadcast as one 32-bit word, k's value its low half shifted up (SLO), k + 1's its high half masked
- * (SHI); an odd K's last k alone (its pair's high half a zero) */
+ * b[j][k + 1] broadcast as one 32-bit word, k's value its high half masked (SHI), k + 1's its low half shifted up
+ * (SLO); an odd K's last k alone (its pair's low half a zero) */
 #define PANEL_TILE16(PFX, ATTR, VT, VI, W, LOAD, FMA, ZERO, SET1I, SLO, SHI, STORE, MV, NR)                     \
     ATTR static void PFX##_q##MV##x##NR(const gemm_ctx *c, const float *At, int64_t i0, int64_t rows,          \
                                         int64_t j0) {                                                           \
@@ -100,7 +116,7 @@ static inline const uint16_t *b16_column(const gemm_ctx *c, int64_t j) {
                     uint32_t pair;                                                                              \
                     memcpy(&pair, b[j] + k * VC_B16_LANES, 4);                                                  \
                     VI p = SET1I((int)pair);                                                                    \
-                    VT bb = h ? SHI(p) : SLO(p);                                                                \
+                    VT bb = h ? SLO(p) : SHI(p);                                                                \
                     _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++) acc[v][j] = FMA(a[v], bb, acc[v][j]); \
                 }                                                                                               \
             }                                                                                                   \
@@ -109,8 +125,9 @@ static inline const uint16_t *b16_column(const gemm_ctx *c, int64_t j) {
             VT a[MV];                                                                                           \
             _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++) a[v] = LOAD(At + k * (W * MV) + W * v);       \
             _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) {                                             \
-                VI p = SET1I((int)b[j][k * VC_B16_LANES]);                                                      \
-                VT bb = SLO(p);                                                                                 \
+                uint32_t pair;                                                                                  \
+                memcpy(&pair, b[j] + k * VC_B16_LANES, 4);                                                      \
+                VT bb = SHI(SET1I((int)pair));                                                                  \
                 _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++) acc[v][j] = FMA(a[v], bb, acc[v][j]);     \
             }                                                                                                   \
         }                                                                                                       \
@@ -123,6 +140,7 @@ typedef void (*panel_fn)(const gemm_ctx *c, const float *At, int64_t i0, int64_t
  * last columns one at a time (f[0] the f32 kernels, f[1] the bf16 copy's: wide[.][mv - 1] NR columns, one[.][mv - 1]
  * a column, for panels of mv vectors) */
 static void panel_task(const gemm_ctx *c, int64_t t, int nr, const panel_fn wide[2][3], const panel_fn one[2][3]) {
+    unsigned csr = ftz_enter(c);
     int64_t p0 = (t % c->nrb) * RB, p1 = p0 + RB < c->npanel ? p0 + RB : c->npanel;
     int64_t j0 = (t / c->nrb) * NB, j1 = j0 + NB < c->N ? j0 + NB : c->N;
     int b16 = c->B16 != NULL;
@@ -136,6 +154,7 @@ static void panel_task(const gemm_ctx *c, int64_t t, int nr, const panel_fn wide
         }
         j += w ? nr : 1;
     }
+    ftz_leave(c, csr);
 }
 
 #define AVX __attribute__((target("avx2,fma"))) VC_NO_ASAN
@@ -179,6 +198,71 @@ static void task_512(void *p, int64_t t) {
     static const panel_fn wide[2][3] = { { t512_p1x8, t512_p2x8, t512_p3x8 }, { t512_q1x8, t512_q2x8, t512_q3x8 } };
     static const panel_fn one[2][3] = { { t512_p1x1, t512_p2x1, t512_p3x1 }, { t512_q1x1, t512_q2x1, t512_q3x1 } };
     panel_task(p, t, 8, wide, one);
+}
+
+/* ---- AVX-512 BF16, B's bf16 copy: panels of 48 rows as bf16 pairs, 3 x 8 tiles, two k a dot-product step ----
+ * vdpbf16ps adds a pair's high-half product (k's: A's pairs and the copy put k high) and then its low-half one
+ * (k + 1's) into the lane, each rounded once, under DAZ / FTZ: the chain's two fused multiply-adds, bit for bit. An
+ * odd K's last k by a fused multiply-add from the f32 row (packed behind the pairs). */
+#define BF512 __attribute__((target("avx512f,avx512bf16,avx2,fma"))) VC_NO_ASAN
+#define BH(x) ((__m512bh)(x))
+#define PANEL_BF(MV, NR)                                                                                        \
+    BF512 static void bf_q##MV##x##NR(const gemm_ctx *c, const float *At, int64_t i0, int64_t rows, int64_t j0) { \
+        __m512 acc[MV][NR];                                                                                     \
+        _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++)                                                   \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) acc[v][j] = _mm512_setzero_ps();              \
+        const uint16_t *b[NR];                                                                                  \
+        _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) b[j] = b16_column(c, j0 + j);                     \
+        const uint32_t *ap = (const uint32_t *)At; /* [K / 2][16 MV] pairs */                                   \
+        int64_t nq = c->K / 2;                                                                                  \
+        for (int64_t q = 0; q < nq; q++) {                                                                      \
+            __m512bh a[MV];                                                                                     \
+            _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++)                                               \
+                a[v] = BH(_mm512_loadu_si512(ap + q * (16 * MV) + 16 * v));                                     \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) {                                             \
+                uint32_t pair;                                                                                  \
+                memcpy(&pair, b[j] + q * 2 * VC_B16_LANES, 4);                                                  \
+                __m512bh bb = BH(_mm512_set1_epi32((int)pair));                                                 \
+                _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++)                                           \
+                    acc[v][j] = _mm512_dpbf16_ps(acc[v][j], a[v], bb);                                          \
+            }                                                                                                   \
+        }                                                                                                       \
+        if (c->K % 2) {                                                                                         \
+            const float *al = At + (c->K - 1) * (16 * MV);                                                      \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) {                                             \
+                uint32_t pair;                                                                                  \
+                memcpy(&pair, b[j] + nq * 2 * VC_B16_LANES, 4);                                                 \
+                __m512 bb = HI512(_mm512_set1_epi32((int)pair));                                                \
+                _Pragma("GCC unroll 16") for (int v = 0; v < MV; v++)                                           \
+                    acc[v][j] = _mm512_fmadd_ps(_mm512_loadu_ps(al + 16 * v), bb, acc[v][j]);                   \
+            }                                                                                                   \
+        }                                                                                                       \
+        PANEL_FINISH(__m512, 16, _mm512_storeu_ps, MV, NR)                                                      \
+    }
+PANEL_BF(1, 8)
+PANEL_BF(2, 8)
+PANEL_BF(3, 8)
+PANEL_BF(1, 1)
+PANEL_BF(2, 1)
+PANEL_BF(3, 1)
+
+static void task_bf(void *p, int64_t t) {
+    static const panel_fn wide[2][3] = { { t512_p1x8, t512_p2x8, t512_p3x8 }, { bf_q1x8, bf_q2x8, bf_q3x8 } };
+    static const panel_fn one[2][3] = { { t512_p1x1, t512_p2x1, t512_p3x1 }, { bf_q1x1, bf_q2x1, bf_q3x1 } };
+    panel_task(p, t, 8, wide, one);
+}
+
+/* a packed panel's [K][width] rounded f32 rows into [K / 2][width] pairs in place (k's bf16 high, k + 1's low; the
+ * pairs' q-th stretch lies at or before the rows 2q and 2q + 1 it is made of, which are read first); an odd K's last
+ * row stays where it is */
+BF512 static void panel_pairs(float *At, int64_t width, int64_t K) {
+    uint32_t *out = (uint32_t *)At;
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    for (int64_t q = 0; q < K / 2; q++)
+        for (int64_t l = 0; l < width; l += 16) {
+            __m512i e = _mm512_loadu_si512(At + 2 * q * width + l), o = _mm512_loadu_si512(At + (2 * q + 1) * width + l);
+            _mm512_storeu_si512(out + q * width + l, _mm512_or_si512(_mm512_and_si512(e, hi), _mm512_srli_epi32(o, 16)));
+        }
 }
 
 /* 16 x 16 transpose: r[j] holds row j's 16 values; after, r[q] holds value q of the 16 rows */
@@ -259,7 +343,7 @@ AVX static inline void transpose8(__m256 r[8]) {
     }
 
 /* the same from B's bf16 copy (j0 a multiple of W): its layout puts k's and k + 1's values of W columns in one
- * vector's lanes (SLO, SHI), so there is nothing to transpose; an odd K's last k alone */
+ * vector's lanes (SHI, SLO), so there is nothing to transpose; an odd K's last k alone */
 #define COL_TILE16(PFX, ATTR, VT, VI, W, LOADI, FMA, ZERO, SET1, SLO, SHI, STORE, MR)                            \
     ATTR static void PFX##_c##MR##_16(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols) {              \
         VT acc[MR];                                                                                             \
@@ -269,13 +353,13 @@ AVX static inline void transpose8(__m256 r[8]) {
         int64_t k = 0;                                                                                          \
         for (; k + 2 <= c->K; k += 2) {                                                                         \
             VI x = LOADI((const void *)(g + k * VC_B16_LANES));                                                 \
-            VT lo = SLO(x), hi = SHI(x);                                                                        \
+            VT lo = SHI(x), hi = SLO(x); /* k's values, k + 1's */                                              \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = FMA(SET1(a[i * c->lda + k]), lo, acc[i]); \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                               \
                 acc[i] = FMA(SET1(a[i * c->lda + k + 1]), hi, acc[i]);                                          \
         }                                                                                                       \
         if (k < c->K) {                                                                                         \
-            VT lo = SLO(LOADI((const void *)(g + k * VC_B16_LANES)));                                           \
+            VT lo = SHI(LOADI((const void *)(g + k * VC_B16_LANES)));                                           \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = FMA(SET1(a[i * c->lda + k]), lo, acc[i]); \
         }                                                                                                       \
         float bt[MR][W];                                                                                        \
@@ -331,7 +415,7 @@ COL_AVX(7)
         int64_t k = 0;                                                                                          \
         for (; k + 2 <= c->K; k += 2) {                                                                         \
             __m256i x0 = LOADU256(g + k * VC_B16_LANES), x1 = LOADU256(g + k * VC_B16_LANES + 16);              \
-            __m256 l0 = LOAVX(x0), l1 = LOAVX(x1), h0 = HIAVX(x0), h1 = HIAVX(x1);                              \
+            __m256 l0 = HIAVX(x0), l1 = HIAVX(x1), h0 = LOAVX(x0), h1 = LOAVX(x1); /* k's, k + 1's */           \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                             \
                 __m256 ai = _mm256_set1_ps(a[i * c->lda + k]);                                                  \
                 acc[i][0] = _mm256_fmadd_ps(ai, l0, acc[i][0]);                                                 \
@@ -344,7 +428,7 @@ COL_AVX(7)
             }                                                                                                   \
         }                                                                                                       \
         if (k < c->K) {                                                                                         \
-            __m256 l0 = LOAVX(LOADU256(g + k * VC_B16_LANES)), l1 = LOAVX(LOADU256(g + k * VC_B16_LANES + 16)); \
+            __m256 l0 = HIAVX(LOADU256(g + k * VC_B16_LANES)), l1 = HIAVX(LOADU256(g + k * VC_B16_LANES + 16)); \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                             \
                 __m256 ai = _mm256_set1_ps(a[i * c->lda + k]);                                                  \
                 acc[i][0] = _mm256_fmadd_ps(ai, l0, acc[i][0]);                                                 \
@@ -363,6 +447,46 @@ COL_AVX_PAIR(2)
 COL_AVX_PAIR(3)
 COL_AVX_PAIR(4)
 COL_AVX_PAIR(5)
+
+/* AVX-512 BF16 with B's bf16 copy, MR (< 16) rows: A's rows as pairs (c->Ap), one dot-product step a pair of k */
+#define COL_BF(MR)                                                                                              \
+    BF512 static void bf_c##MR(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols) {                     \
+        __m512 acc[MR];                                                                                         \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i] = _mm512_setzero_ps();                     \
+        const uint32_t *ap = c->Ap + i0 * c->lap;                                                               \
+        const uint16_t *g = b16_column(c, j0);                                                                  \
+        int64_t nq = c->K / 2;                                                                                  \
+        for (int64_t q = 0; q < nq; q++) {                                                                      \
+            __m512bh x = BH(_mm512_loadu_si512(g + q * 2 * VC_B16_LANES));                                      \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                               \
+                acc[i] = _mm512_dpbf16_ps(acc[i], x, BH(_mm512_set1_epi32((int)ap[i * c->lap + q])));           \
+        }                                                                                                       \
+        if (c->K % 2) {                                                                                         \
+            __m512 lo = HI512(_mm512_loadu_si512(g + nq * 2 * VC_B16_LANES));                                   \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                               \
+                acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(c->A[(i0 + i) * c->lda + c->K - 1]), lo, acc[i]);       \
+        }                                                                                                       \
+        float bt[MR][16];                                                                                       \
+        for (int i = 0; i < MR; i++) {                                                                          \
+            _mm512_storeu_ps(bt[i], acc[i]);                                                                    \
+            for (int64_t j = 0; j < ncols; j++) finish_store(c, bt[i][j], i0 + i, j0 + j);                      \
+        }                                                                                                       \
+    }
+COL_BF(1)
+COL_BF(2)
+COL_BF(3)
+COL_BF(4)
+COL_BF(5)
+COL_BF(6)
+COL_BF(7)
+COL_BF(8)
+COL_BF(9)
+COL_BF(10)
+COL_BF(11)
+COL_BF(12)
+COL_BF(13)
+COL_BF(14)
+COL_BF(15)
 #pragma GCC pop_options
 
 typedef void (*col_fn)(const gemm_ctx *c, int64_t i0, int64_t j0, int64_t ncols);
@@ -377,19 +501,25 @@ static const col_fn COLAVX[2][7] = { { avx_c1, avx_c2, avx_c3, avx_c4, avx_c5, a
 
 /* task t: columns NB_COL from t, all M (< W) rows at once (B read once) */
 static const col_fn COLAVX_PAIR[5] = { avx_w1_16, avx_w2_16, avx_w3_16, avx_w4_16, avx_w5_16 };
+static const col_fn COLBF[15] = { bf_c1, bf_c2, bf_c3, bf_c4, bf_c5, bf_c6, bf_c7, bf_c8, bf_c9, bf_c10, bf_c11,
+                                  bf_c12, bf_c13, bf_c14, bf_c15 };
 
 static void task_col(void *p, int64_t t) {
     const gemm_ctx *c = p;
     int b16 = c->B16 != NULL, pair = b16 && c->W == 8 && c->M <= 5; /* (AVX2: a group of 16 columns at once) */
-    col_fn f = pair ? COLAVX_PAIR[c->M - 1] : c->W == 16 ? COL512[b16][c->M - 1] : COLAVX[b16][c->M - 1];
+    col_fn f = c->Ap ? COLBF[c->M - 1] : pair ? COLAVX_PAIR[c->M - 1] : c->W == 16 ? COL512[b16][c->M - 1]
+                                                                               : COLAVX[b16][c->M - 1];
     int64_t j1 = (t + 1) * NB_COL < c->N ? (t + 1) * NB_COL : c->N, step = pair ? 16 : c->W;
+    unsigned csr = ftz_enter(c);
     for (int64_t j = t * NB_COL; j < j1; j += step) f(c, 0, j, j1 - j < step ? j1 - j : step);
+    ftz_leave(c, csr);
 }
 
 /* ---- portable fallback: the same chain per element ---- */
 VC_NO_ASAN static void task_scalar(void *p, int64_t t) {
     const gemm_ctx *c = p;
     int64_t j1 = (t + 1) * NB < c->N ? (t + 1) * NB : c->N;
+    unsigned csr = ftz_enter(c);
     for (int64_t i = 0; i < c->M; i++)
         for (int64_t j = t * NB; j < j1; j++) {
             const float *a = c->A + i * c->lda, *b = c->B + j * c->ldb;
@@ -397,24 +527,27 @@ VC_NO_ASAN static void task_scalar(void *p, int64_t t) {
             for (int64_t k = 0; k < c->K; k++) s = fmaf(a[k], b[k], s);
             finish_store(c, s, i, j);
         }
+    ftz_leave(c, csr);
 }
 
 /* the instruction set every call on this machine uses (one per process: the same bits for every call) */
 static int g_isa = -1;
 
 static int best_isa(void) {
+    if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+        return VC_GEMM_AVX512BF16;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return VC_GEMM_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return VC_GEMM_AVX2;
     return VC_GEMM_SCALAR;
 }
 
-/* VERLC_GEMM_ISA=scalar|avx2|avx512: a lower instruction set than the machine's best (benchmarks of another
+/* VERLC_GEMM_ISA=scalar|avx2|avx512|avx512bf16: a lower instruction set than the machine's best (benchmarks of another
  * machine's kernels; the same bits either way); a higher one than the machine has is ignored */
 static int env_isa(int best) {
     const char *e = getenv("VERLC_GEMM_ISA");
     int isa = !e ? best : !strcmp(e, "scalar") ? VC_GEMM_SCALAR : !strcmp(e, "avx2") ? VC_GEMM_AVX2
-                        : !strcmp(e, "avx512") ? VC_GEMM_AVX512 : best;
+                        : !strcmp(e, "avx512") ? VC_GEMM_AVX512 : !strcmp(e, "avx512bf16") ? VC_GEMM_AVX512BF16 : best;
     return isa < best ? isa : best;
 }
 
@@ -466,7 +599,7 @@ typedef struct {
     const float *A;
     float *At;
     int64_t M, K, lda, P, W;
-    int ta, round;
+    int ta, round, pairs; /* pairs: then as bf16 pairs (panel_pairs) */
 } pack_ctx;
 
 /* rows g.. of the panel (W of them, all real, op(A) = A) by W x W transposes in registers, rounded to bf16 when
@@ -488,6 +621,17 @@ typedef struct {
 PACK_ROWS(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, transpose16, round16_512)
 PACK_ROWS(avx, AVX, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, transpose8, round16_avx)
 
+/* the same for op(A) = A^T (src: A's column g.., k's W values side by side in A's row k): copies, no transposes */
+#define PACK_COLS(PFX, ATTR, VT, W, LOAD, STORE, ROUND)                                                         \
+    ATTR static void PFX##_pack_t(const float *src, int64_t lda, float *dst, int64_t width, int64_t K, int round) { \
+        for (int64_t k = 0; k < K; k++) {                                                                       \
+            VT r = LOAD(src + k * lda);                                                                         \
+            STORE(dst + k * width, round ? ROUND(r) : r);                                                       \
+        }                                                                                                       \
+    }
+PACK_COLS(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, round16_512)
+PACK_COLS(avx, AVX, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, round16_avx)
+
 VC_NO_ASAN static void pack_task(void *p, int64_t t) {
     const pack_ctx *c = p;
     int64_t i0 = t * c->P, rows = c->M - i0 < c->P ? c->M - i0 : c->P, width = (rows + c->W - 1) / c->W * c->W;
@@ -498,6 +642,10 @@ VC_NO_ASAN static void pack_task(void *p, int64_t t) {
             const float *src = c->A + (i0 + g) * c->lda;
             k = c->W == 16 ? t512_pack(src, c->lda, dst + g, width, c->K, c->round)
                            : avx_pack(src, c->lda, dst + g, width, c->K, c->round);
+        } else if (c->ta && g + c->W <= rows) {
+            if (c->W == 16) t512_pack_t(c->A + i0 + g, c->lda, dst + g, width, c->K, c->round);
+            else avx_pack_t(c->A + i0 + g, c->lda, dst + g, width, c->K, c->round);
+            k = c->K;
         }
         for (; k < c->K; k++)
             for (int64_t i = g; i < g + c->W; i++) {
@@ -505,23 +653,28 @@ VC_NO_ASAN static void pack_task(void *p, int64_t t) {
                 dst[k * width + i] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
             }
     }
+    if (c->pairs) panel_pairs(dst, width, c->K);
 }
 
 /* the panel kernel over `rows` packed rows At (their C rows at C), B's rows in f32 (Br, leading dimension lb) or its
  * bf16 copy (B16) */
 static void panels_run(int isa, const float *At, int64_t rows, int64_t N, int64_t K, float alpha, const float *Br,
-                       const uint16_t *B16, int64_t lb, float beta, float *C, int64_t ldc, int64_t P, int64_t W) {
+                       const uint16_t *B16, int64_t lb, float beta, float *C, int64_t ldc, int64_t P, int64_t W,
+                       int r16, int pairs) {
     gemm_ctx c = { .A = At, .B = Br, .B16 = B16, .C = C, .M = rows, .N = N, .K = K, .ldb = lb, .ldc = ldc, .P = P,
-                   .W = W, .npanel = (rows + P - 1) / P, .alpha = alpha, .beta = beta };
+                   .W = W, .npanel = (rows + P - 1) / P, .alpha = alpha, .beta = beta, .ftz = r16 };
     c.nrb = (c.npanel + RB - 1) / RB;
-    vc_parallel(c.nrb * ((N + NB - 1) / NB), isa == VC_GEMM_AVX512 ? task_512 : task_avx, &c);
+    vc_parallel(c.nrb * ((N + NB - 1) / NB), pairs ? task_bf : isa >= VC_GEMM_AVX512 ? task_512 : task_avx, &c);
 }
+
+/* the panels as bf16 pairs for AVX-512 BF16's dot products: with a bf16 copy of B */
+static int use_pairs(int isa, const uint16_t *B16) { return isa == VC_GEMM_AVX512BF16 && B16; }
 
 /* op(A)'s rows i0.. (`rows` of them) packed into At as panels */
 static void pack_panels(int ta, const float *A, int64_t lda, int64_t i0, int64_t rows, int64_t K, float *At, int64_t P,
-                        int64_t W, int r16) {
+                        int64_t W, int r16, int pairs) {
     pack_ctx pc = { .A = ta ? A + i0 : A + i0 * lda, .At = At, .M = rows, .K = K, .lda = lda, .P = P, .W = W,
-                    .ta = ta, .round = r16 };
+                    .ta = ta, .round = r16, .pairs = pairs };
     vc_parallel((rows + P - 1) / P, pack_task, &pc);
 }
 
@@ -536,8 +689,8 @@ static void gemm_panels(int isa, int ta, int tb, int64_t M, int64_t N, int64_t K
     float *At = Br ? vc_cpu_scratch((size_t)(cap > 0 ? cap : 1), sizeof(float), 0) : NULL; /* (whole panels) */
     for (int64_t i0 = 0; At && i0 < M; i0 += mc) {
         int64_t rows = M - i0 < mc ? M - i0 : mc;
-        pack_panels(ta, A, lda, i0, rows, K, At, P, W, r16);
-        panels_run(isa, At, rows, N, K, alpha, Br, B16, lb, beta, C + i0 * ldc, ldc, P, W);
+        pack_panels(ta, A, lda, i0, rows, K, At, P, W, r16, use_pairs(isa, B16));
+        panels_run(isa, At, rows, N, K, alpha, Br, B16, lb, beta, C + i0 * ldc, ldc, P, W, r16, use_pairs(isa, B16));
     }
     free(At);
     if (Br && Br != B) free(Br);
@@ -546,15 +699,17 @@ static void gemm_panels(int isa, int ta, int tb, int64_t M, int64_t N, int64_t K
 /* vc_infer_apack_new's packing: all of A's rows as panels, with the instruction set, panel size and bf16 rounding
  * they were packed for */
 struct vc_infer_apack {
-    int isa, r16;
+    int isa, r16, pairs; /* pairs: packed as bf16 pairs (AVX-512 BF16 under bf16 matmuls) */
     int64_t M, K, P, W;
     float *At;
+    const float *A; /* (read again by a product whose B has no bf16 copy, where the panels hold pairs) */
+    int64_t lda;
 };
 
 #define APACK_MAX_BYTES ((int64_t)256 << 20)
 vc_infer_apack *vc_infer_apack_new(int64_t M, int64_t K, const float *A, int64_t lda) {
     int isa = vc_infer_gemm_isa();
-    int64_t W = isa == VC_GEMM_AVX512 ? 16 : 8, P = isa == VC_GEMM_AVX512 ? 48 : 16;
+    int64_t W = isa >= VC_GEMM_AVX512 ? 16 : 8, P = isa >= VC_GEMM_AVX512 ? 48 : 16;
     int64_t bytes = (M + P - 1) / P * P * K * (int64_t)sizeof(float);
     if (isa == VC_GEMM_SCALAR || M < W || K <= 0 || bytes > APACK_MAX_BYTES) return NULL;
     if (VC_ASAN) vc_asan_check_read(A, vc_matrix_bytes(M, K, lda));
@@ -564,8 +719,9 @@ vc_infer_apack *vc_infer_apack_new(int64_t M, int64_t K, const float *A, int64_t
         free(a);
         return NULL;
     }
-    *a = (vc_infer_apack){ isa, vc_matmul_precision() == VC_PREC_BF16, M, K, P, W, At };
-    pack_panels(0, A, lda, 0, M, K, At, P, W, a->r16);
+    int r16 = vc_matmul_precision() == VC_PREC_BF16;
+    *a = (vc_infer_apack){ isa, r16, r16 && isa == VC_GEMM_AVX512BF16, M, K, P, W, At, A, lda };
+    pack_panels(0, A, lda, 0, M, K, At, P, W, a->r16, a->pairs);
     return a;
 }
 
@@ -577,15 +733,33 @@ void vc_infer_gemm_apack(const vc_infer_apack *a, int64_t N, float alpha, const 
         vc_asan_check_write(C, vc_matrix_bytes(a->M, N, ldc));
     }
     const uint16_t *B16 = b_copy(a->r16, a->isa, 1, B, N, a->K, ldb);
+    if (a->pairs && !B16) { /* (pairs are for a copy's dot products) */
+        vc_infer_gemm(0, 1, a->M, N, a->K, alpha, a->A, a->lda, B, ldb, beta, C, ldc);
+        return;
+    }
     int64_t lb = ldb;
     float *Br = b_rows(1, B, B16, ldb, N, a->K, a->r16, &lb);
-    if (Br) panels_run(a->isa, a->At, a->M, N, a->K, alpha, Br, B16, lb, beta, C, ldc, a->P, a->W);
+    if (Br) panels_run(a->isa, a->At, a->M, N, a->K, alpha, Br, B16, lb, beta, C, ldc, a->P, a->W, a->r16, a->pairs);
     if (Br && Br != B) free(Br);
 }
 
 void vc_infer_apack_free(vc_infer_apack *a) {
     if (a) free(a->At);
     free(a);
+}
+
+/* the column kernel's M rows (rounded to bf16, leading dimension lda) as [M][K / 2] pairs, k's bf16 high (NULL: no
+ * memory, recorded for the sync) */
+static uint32_t *row_pairs(const float *A, int64_t lda, int64_t M, int64_t K) {
+    uint32_t *p = vc_cpu_scratch((size_t)(M * (K / 2) > 0 ? M * (K / 2) : 1), sizeof *p, 0);
+    for (int64_t i = 0; p && i < M; i++)
+        for (int64_t q = 0; q < K / 2; q++) {
+            uint32_t e, o;
+            memcpy(&e, A + i * lda + 2 * q, 4);
+            memcpy(&o, A + i * lda + 2 * q + 1, 4);
+            p[i * (K / 2) + q] = (e & 0xffff0000u) | o >> 16;
+        }
+    return p;
 }
 
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
@@ -598,19 +772,27 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
     }
     /* C = op(A) op(B): B is read as the rows of op(B)^T */
     int r16 = vc_matmul_precision() == VC_PREC_BF16, isa = vc_infer_gemm_isa();
-    int64_t W = isa == VC_GEMM_AVX512 ? 16 : 8, P = isa == VC_GEMM_AVX512 ? 48 : 16, la = 0, lb = 0;
+    int64_t W = isa >= VC_GEMM_AVX512 ? 16 : 8, P = isa >= VC_GEMM_AVX512 ? 48 : 16, la = 0, lb = 0;
     const uint16_t *B16 = b_copy(r16, isa, tb, B, N, K, ldb);
+    uint16_t *Bp = NULL; /* AVX-512 BF16 without a registered copy: one for this product (else the same bits by fma) */
+    if (!B16 && r16 && isa == VC_GEMM_AVX512BF16 && K > 0 && (Bp = vc_cpu_bf16_pairs(tb, B, ldb, N, K)) == NULL)
+        vc_clear_error();
+    if (Bp) B16 = Bp;
     if (isa != VC_GEMM_SCALAR && M >= W) { /* (fewer rows: the column kernel) */
         gemm_panels(isa, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, C, ldc, P, W, r16);
+        free(Bp);
         return;
     }
     float *Ar = as_rows(ta, A, lda, M, K, r16, &la), *Br = Ar ? b_rows(tb, B, B16, ldb, N, K, r16, &lb) : NULL;
-    if (Ar && Br) {
+    uint32_t *Ap = Ar && Br && use_pairs(isa, B16) ? row_pairs(Ar, la, M, K) : NULL;
+    if (Ar && Br && (Ap || !use_pairs(isa, B16))) {
         gemm_ctx c = { .A = Ar, .B = Br, .B16 = B16, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc, .W = W,
-                       .alpha = alpha, .beta = beta };
+                       .alpha = alpha, .beta = beta, .ftz = r16, .Ap = Ap, .lap = K / 2 };
         if (isa != VC_GEMM_SCALAR) vc_parallel((N + NB_COL - 1) / NB_COL, task_col, &c);
         else vc_parallel((N + NB - 1) / NB, task_scalar, &c);
     }
+    free(Ap);
+    free(Bp);
     if (Ar && Ar != A) free(Ar);
     if (Br && Br != B) free(Br);
 }

@@ -17,11 +17,14 @@ const vc_backend *vc_infer_backend_for(const vc_backend *active);
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /* The row-invariant GEMM's instruction set: the best this CPU has, unless set lower (tests). Every instruction set
- * gives the same bits (each element one chain of fused multiply-adds over k in order). */
-enum { VC_GEMM_SCALAR, VC_GEMM_AVX2, VC_GEMM_AVX512 };
+ * gives the same bits (each element one chain of fused multiply-adds over k in order; with bf16 matmuls under
+ * flush-to-zero and denormals-are-zero, as AVX-512 BF16's dot products take them: VC_GEMM_AVX512BF16 runs a bf16
+ * copy's products as those, two k a step, and the others give the same bits by the same two fused multiply-adds). */
+enum { VC_GEMM_SCALAR, VC_GEMM_AVX2, VC_GEMM_AVX512, VC_GEMM_AVX512BF16 };
 /* A (M rows of K, leading dimension lda) packed once for several products C = alpha A B^T + beta C with it (the LM
  * head's vocabulary slices): vc_infer_gemm_apack gives vc_infer_gemm(0, 1, ...)'s bits with that A, under the
- * instruction set and matmul precision of the packing. NULL where packing does not apply (fewer rows than a vector's
+ * instruction set and matmul precision of the packing; A stays unchanged until free (a B without a bf16 copy may
+ * read it again). NULL where packing does not apply (fewer rows than a vector's
  * lanes, the scalar instruction set, over 256 MiB) or no memory: the caller calls vc_infer_gemm */
 typedef struct vc_infer_apack vc_infer_apack;
 vc_infer_apack *vc_infer_apack_new(int64_t M, int64_t K, const float *A, int64_t lda);

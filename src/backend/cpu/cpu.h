@@ -22,12 +22,16 @@ float *vc_cpu_pack_rows(int trans, const float *X, int64_t ld, int64_t rows, int
 /* bf16 copies of weight matrices (cpu_copies.c; vc_model_weight_copies): w[i] (rows[i] x cols[i] floats, row-major)
  * rounded to bf16 once and kept until drop (the caller promises the weights do not change meanwhile) in groups of
  * VC_B16_LANES rows, each [vc_b16_even(cols) / 2][VC_B16_LANES][2] (element (r, k) of a group at
- * (k / 2) * 2 VC_B16_LANES + 2 r + k % 2; zeros past the last row and column); find returns the group holding the
+ * (k / 2) * 2 VC_B16_LANES + 2 r + 1 - k % 2: a pair's even k in the high half of its 32-bit word; zeros past the
+ * last row and column); find returns the group holding the
  * first of the rows x cols floats at p (leading dimension ld: a registered weight or a run of its rows from a
  * multiple of VC_B16_LANES, all its columns) or NULL */
 #define VC_B16_LANES 16
 static inline int64_t vc_b16_even(int64_t k) { return (k + 1) & ~(int64_t)1; }
 vc_status vc_cpu_bf16_copies_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n);
+/* op(B)^T's n rows of k (tb: B [n][k], else B [k][n]; leading dimension ld) rounded to bf16 in the copies' layout, for
+ * one product (AVX-512: the row-invariant GEMM's AVX-512 BF16 path); free() it. NULL: no memory (reported) */
+uint16_t *vc_cpu_bf16_pairs(int tb, const float *B, int64_t ld, int64_t n, int64_t k);
 void vc_cpu_bf16_copies_drop(void);
 int64_t vc_cpu_bf16_copies_hits(void); /* operands served since the last add (0 after a drop) */
 const uint16_t *vc_cpu_bf16_copy_find(const float *p, int64_t rows, int64_t cols, int64_t ld);

@@ -6,9 +6,10 @@
  * bf16 than in f32); with them it reads 2.
  *
  * The copy's layout (VC_B16_LANES = 16): the rows in groups of 16 (zeros past the last), each group [K / 2][16][2]
- * with K rounded up to even (a zero past the last column): the elements (r, 2p) and (r, 2p + 1) side by side, the
+ * with K rounded up to even (a zero past the last column): the elements (r, 2p) and (r, 2p + 1) in one 32-bit word,
+ * (r, 2p) its high half and (r, 2p + 1) its low half (the order in which AVX-512 BF16's dot product adds them), the
  * group's 16 rows' pairs for one p in one 64-byte stretch. The GEMM's lanes run over 16 (8) rows of B, the output's
- * columns: one load gives k's and k + 1's values for 16 columns (the low and high halves of 32-bit lanes), with no
+ * columns: one load gives k's and k + 1's values for 16 columns (the high and low halves of 32-bit lanes), with no
  * transposes, and a panel tile's 8 columns read one stretch a pair of k. */
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/bf16_round.h"
@@ -72,9 +73,34 @@ __attribute__((target("avx2,fma"))) VC_NO_ASAN static int64_t to_bf16_avx(const 
 /* a row's K values rounded into y (K rounded up to even: a zero past the last) */
 static void round_row16(const float *x, uint16_t *y, int64_t K) {
     int isa = vc_infer_gemm_isa();
-    int64_t k = isa == VC_GEMM_AVX512 ? to_bf16_512(x, y, K) : isa == VC_GEMM_AVX2 ? to_bf16_avx(x, y, K) : 0;
+    int64_t k = isa >= VC_GEMM_AVX512 ? to_bf16_512(x, y, K) : isa == VC_GEMM_AVX2 ? to_bf16_avx(x, y, K) : 0;
     for (; k < K; k++) y[k] = vc_f32_to_bf16(x[k]);
     if (K % 2) y[K] = 0;
+}
+
+/* the bf16 elements copy c takes: its groups of 16 rows of K rounded up to even */
+static size_t copy_elems(int64_t rows, int64_t cols) {
+    return (size_t)((rows + VC_B16_LANES - 1) / VC_B16_LANES) * VC_B16_LANES * (size_t)vc_b16_even(cols);
+}
+
+/* groups g0 .. g1 of w's rows (rows x K at leading dimension ld) into h in the copy's layout; 0: no scratch memory
+ * (recorded for the sync) */
+static int groups_of_rows(const float *w, int64_t ld, int64_t rows, int64_t K, int64_t g0, int64_t g1, uint16_t *h) {
+    int64_t Kp = vc_b16_even(K);
+    uint16_t *row = vc_cpu_scratch((size_t)Kp, sizeof *row, 0);
+    if (!row) return 0;
+    for (int64_t g = g0; g < g1; g++) {
+        uint32_t *dst = (uint32_t *)(h + g * Kp * VC_B16_LANES); /* [Kp / 2][16] pairs */
+        for (int l = 0; l < VC_B16_LANES; l++) {
+            int64_t rr = g * VC_B16_LANES + l;
+            if (rr < rows) round_row16(w + rr * ld, row, K);
+            else memset(row, 0, (size_t)Kp * sizeof *row);
+            for (int64_t q = 0; q < Kp / 2; q++) /* k in the high half, k + 1 in the low (AVX-512 BF16's order) */
+                dst[q * VC_B16_LANES + l] = (uint32_t)row[2 * q] << 16 | row[2 * q + 1];
+        }
+    }
+    free(row);
+    return 1;
 }
 
 static void round_task(void *p, int64_t t) {
@@ -82,25 +108,59 @@ static void round_task(void *p, int64_t t) {
     int i = 0;
     while (i + 1 < r->n && r->first[i + 1] <= t) i++;
     const bf16_copy *c = &r->c[i];
-    int64_t K = c->cols, Kp = vc_b16_even(K), groups = (c->rows + VC_B16_LANES - 1) / VC_B16_LANES;
+    int64_t groups = (c->rows + VC_B16_LANES - 1) / VC_B16_LANES;
     int64_t g0 = (t - r->first[i]) * GROUPS_PER_TASK, g1 = g0 + GROUPS_PER_TASK < groups ? g0 + GROUPS_PER_TASK : groups;
-    uint16_t *row = vc_cpu_scratch((size_t)Kp, sizeof *row, 0);
-    if (!row) return; /* (recorded for the sync) */
-    for (int64_t g = g0; g < g1; g++) {
-        uint32_t *dst = (uint32_t *)(c->h + g * Kp * VC_B16_LANES); /* [Kp / 2][16] pairs */
-        for (int l = 0; l < VC_B16_LANES; l++) {
-            int64_t rr = g * VC_B16_LANES + l;
-            if (rr < c->rows) round_row16(c->w + rr * K, row, K);
-            else memset(row, 0, (size_t)Kp * sizeof *row);
-            for (int64_t q = 0; q < Kp / 2; q++) memcpy(dst + q * VC_B16_LANES + l, row + 2 * q, 4);
-        }
-    }
-    free(row);
+    groups_of_rows(c->w, c->cols, c->rows, c->cols, g0, g1, c->h);
 }
 
-/* the bf16 elements copy c takes: its groups of 16 rows of K rounded up to even */
-static size_t copy_elems(int64_t rows, int64_t cols) {
-    return (size_t)((rows + VC_B16_LANES - 1) / VC_B16_LANES) * VC_B16_LANES * (size_t)vc_b16_even(cols);
+/* ---- a product's operand in the copy's layout, made for one call (vc_cpu_bf16_pairs) ---- */
+typedef struct {
+    const float *B;
+    int64_t ld, n, k;
+    int tb;
+    uint16_t *h;
+} pairs_ctx;
+
+/* group g of B's columns (B [k][n]): the pair q's 16 lanes from rows 2q and 2q + 1, one vector each */
+__attribute__((target("avx512f,avx2,fma"))) VC_NO_ASAN static void group_of_columns(const pairs_ctx *c, int64_t g) {
+    int64_t j0 = g * VC_B16_LANES, nc = c->n - j0 < VC_B16_LANES ? c->n - j0 : VC_B16_LANES, Kp = vc_b16_even(c->k);
+    __mmask16 m = (__mmask16)((1u << nc) - 1);
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    uint32_t *dst = (uint32_t *)(c->h + g * Kp * VC_B16_LANES);
+    for (int64_t q = 0; q < Kp / 2; q++) {
+        __m512 e = round16_512(_mm512_maskz_loadu_ps(m, c->B + 2 * q * c->ld + j0));
+        __m512 o = 2 * q + 1 < c->k ? round16_512(_mm512_maskz_loadu_ps(m, c->B + (2 * q + 1) * c->ld + j0))
+                                    : _mm512_setzero_ps();
+        __m512i w = _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(e), hi),
+                                    _mm512_srli_epi32(_mm512_castps_si512(o), 16));
+        _mm512_storeu_si512(dst + q * VC_B16_LANES, w);
+    }
+}
+
+static void pairs_task(void *p, int64_t t) {
+    const pairs_ctx *c = p;
+    int64_t groups = (c->n + VC_B16_LANES - 1) / VC_B16_LANES;
+    int64_t g0 = t * GROUPS_PER_TASK, g1 = g0 + GROUPS_PER_TASK < groups ? g0 + GROUPS_PER_TASK : groups;
+    if (c->tb) groups_of_rows(c->B, c->ld, c->n, c->k, g0, g1, c->h);
+    else
+        for (int64_t g = g0; g < g1; g++) group_of_columns(c, g);
+}
+
+uint16_t *vc_cpu_bf16_pairs(int tb, const float *B, int64_t ld, int64_t n, int64_t k) {
+    size_t e = copy_elems(n, k);
+    uint16_t *h = aligned_alloc(64, (e * 2 + 63) / 64 * 64 + 64);
+    if (!h) {
+        vc_fail(VC_ERR_NOMEM, "cpu: bf16 pairs of a %lld x %lld operand: no memory", (long long)n, (long long)k);
+        return NULL;
+    }
+    pairs_ctx c = { B, ld, n, k, tb, h };
+    int64_t groups = (n + VC_B16_LANES - 1) / VC_B16_LANES;
+    vc_parallel((groups + GROUPS_PER_TASK - 1) / GROUPS_PER_TASK, pairs_task, &c);
+    if (vc_cpu_sync() != VC_OK) { /* a task without scratch memory left its groups unwritten */
+        free(h);
+        return NULL;
+    }
+    return h;
 }
 
 vc_status vc_cpu_bf16_copies_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n) {

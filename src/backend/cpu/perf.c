@@ -29,8 +29,8 @@ double vc_perf_peak_theoretical(void) {
     return flops_per_cycle * mhz * 1e-3 * vc_get_threads();
 }
 
-/* the best GFLOP/s of three n x n x n products C = A B^T through gemm */
-static double peak_of(vc_gemm_fn gemm, int n) {
+/* the best GFLOP/s of three n x n x n products C = A B^T through gemm (copy: B as a registered bf16 weight copy) */
+static double peak_of(vc_gemm_fn gemm, int n, int copy) {
     float *a = malloc((size_t)n * n * 4), *b = malloc((size_t)n * n * 4), *c = malloc((size_t)n * n * 4);
     double best = 0;
     if (a && b && c) {
@@ -38,12 +38,16 @@ static double peak_of(vc_gemm_fn gemm, int n) {
             a[i] = (float)(i % 7) * 0.1f;
             b[i] = (float)(i % 5) * 0.2f;
         }
+        int64_t rows = n;
+        const float *w = b;
+        if (copy && vc_cpu_bf16_copies_add(&w, &rows, &rows, 1) != VC_OK) vc_clear_error(); /* (then rounded per call) */
         for (int r = 0; r < 3; r++) {
             double t0 = vc_now();
             gemm(0, 1, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
             double dt = vc_now() - t0, g = 2.0 * n * n * (double)n / dt * 1e-9;
             if (g > best) best = g;
         }
+        if (copy) vc_cpu_bf16_copies_drop();
     }
     free(a);
     free(b);
@@ -51,9 +55,9 @@ static double peak_of(vc_gemm_fn gemm, int n) {
     return best;
 }
 
-double vc_perf_peak_sgemm(int n) { return peak_of(vc_cpu_sgemm, n); }
+double vc_perf_peak_sgemm(int n) { return peak_of(vc_cpu_sgemm, n, 0); }
 
-double vc_perf_peak_rowinv(int n) { return peak_of(vc_infer_gemm, n); }
+double vc_perf_peak_rowinv(int n) { return peak_of(vc_infer_gemm, n, vc_matmul_precision() == VC_PREC_BF16); }
 
 double vc_perf_forward_flops(const vc_model_config *c, int64_t tokens, int64_t seq_len) {
     double H = (double)c->hidden, hd = (double)c->head_dim, nh = (double)c->n_head, nkv = (double)c->n_kv_head;
