@@ -19,7 +19,9 @@
 /* Every element is one chain of fused multiply-adds over k in order, then the scaling:
  *     s = 0; for k = 0 .. K-1: s = fma(a[i][k], b[j][k], s);   c[i][j] = beta != 0 ? fma(beta, c[i][j], alpha s) : alpha s
  * Each vector lane below runs one element's chain, so the tiles, the vector width (AVX-512, AVX2, scalar), the
- * number of rows and the threads change which lane or call computes an element, never its bits.
+ * number of rows and the threads change which lane or call computes an element, never its bits. With bf16 matmuls
+ * (operands rounded to bf16) the chain runs under flush-to-zero and denormals-are-zero on every instruction set,
+ * because AVX-512 BF16's vdpbf16ps, which adds two k's products a step (k's first, each rounded once), always does.
  *
  * Two kernels, both lanes over that chain:
  * - panels (at least a vector's lanes of rows: 16, or 8 on AVX2): A's rows packed transposed, a panel of P rows as
