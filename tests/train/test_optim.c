@@ -3,6 +3,7 @@
 #include "verlc/optim.h"
 #include "verlc/json.h"
 #include "tensor/backend.h"
+#include "infer/infer.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -607,10 +608,14 @@ int main(void) {
     const vc_backend *bes[2] = { vc_backend_cpu(), vc_backend_sim() };
     for (int b = 0; b < 2; b++) {
         vc_set_backend(bes[b]);
-        test_adamw_matches_reference();
+        for (int isa = VC_GEMM_AVX512BF16; isa >= VC_GEMM_SCALAR; isa--) /* (the step's vector width follows it) */
+            if (vc_infer_gemm_set_isa(isa) == 0) {
+                test_adamw_matches_reference();
+                test_adamw_grad_scale();
+            }
+        vc_infer_gemm_set_isa(-1);
         test_adamw_first_step();
         test_adamw_bf16_moments();
-        test_adamw_grad_scale();
         test_adamw_state();
         test_adamw_stream();
         test_clip();

@@ -7,6 +7,7 @@
 #include "verlc/dtype.h"
 #include "verlc/optim.h"
 #include "verlc/pool.h"
+#include "infer/infer.h"
 #include <immintrin.h>
 #include <math.h>
 
@@ -28,36 +29,33 @@ typedef struct {
 
 static inline float bf16_round(float x) { return vc_bf16_to_f32(vc_f32_to_bf16(x)); }
 
-/* the same step 16 elements at a time (f32 moments): the same operations in the same order, each correctly rounded
+/* the same step W elements at a time (f32 moments): the same operations in the same order, each correctly rounded
  * (vector sqrt and division are), no contraction but the lerp's fmadd; returns where the scalar loop goes on */
-__attribute__((target("avx512f"))) static size_t adamw_512(const adamw_ctx *c, size_t i, size_t i1) {
-    const adamw_scalars *s = c->s;
-    const int small = s->lerp_w < 0.5f;
-    const __m512 coeff = _mm512_set1_ps(small ? s->lerp_w : s->lerp_w - 1.0f), dm = _mm512_set1_ps(s->decay_mul);
-    const __m512 b2 = _mm512_set1_ps(s->beta2), omb2 = _mm512_set1_ps(s->one_minus_beta2);
-    const __m512 bc = _mm512_set1_ps(s->bc2_sqrt), eps = _mm512_set1_ps(s->eps), nss = _mm512_set1_ps(s->neg_step_size);
-    const __m512 gs = _mm512_set1_ps(s->gscale);
-    for (; i + 16 <= i1; i += 16) {
-        __m512 wi = _mm512_loadu_ps(c->w + i), gi = _mm512_loadu_ps(c->g + i), mi = _mm512_loadu_ps(c->m + i);
-        if (c->decay) wi = _mm512_mul_ps(wi, dm);
-        if (s->gscale > 0) gi = _mm512_mul_ps(gi, gs);
-        mi = _mm512_fmadd_ps(coeff, _mm512_sub_ps(gi, mi), small ? mi : gi);
-        __m512 vi = _mm512_mul_ps(_mm512_loadu_ps(c->v + i), b2);
-        vi = _mm512_add_ps(vi, _mm512_mul_ps(_mm512_mul_ps(omb2, gi), gi));
-        __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), bc), eps);
-        wi = _mm512_add_ps(wi, _mm512_div_ps(_mm512_mul_ps(nss, mi), denom));
-        _mm512_storeu_ps(c->m + i, mi);
-        _mm512_storeu_ps(c->v + i, vi);
-        _mm512_storeu_ps(c->w + i, wi);
+#define ADAMW_VEC(NAME, ATTR, VT, W, SET1, LOAD, STORE, MUL, ADD, SUB, DIV, SQRT, FMA)                          \
+    ATTR static size_t NAME(const adamw_ctx *c, size_t i, size_t i1) {                                          \
+        const adamw_scalars *s = c->s;                                                                          \
+        const int small = s->lerp_w < 0.5f;                                                                     \
+        const VT coeff = SET1(small ? s->lerp_w : s->lerp_w - 1.0f), dm = SET1(s->decay_mul);                   \
+        const VT b2 = SET1(s->beta2), omb2 = SET1(s->one_minus_beta2), bc = SET1(s->bc2_sqrt);                  \
+        const VT eps = SET1(s->eps), nss = SET1(s->neg_step_size), gs = SET1(s->gscale);                        \
+        for (; i + W <= i1; i += W) {                                                                           \
+            VT wi = LOAD(c->w + i), gi = LOAD(c->g + i), mi = LOAD(c->m + i);                                   \
+            if (c->decay) wi = MUL(wi, dm);                                                                     \
+            if (s->gscale > 0) gi = MUL(gi, gs);                                                                \
+            mi = FMA(coeff, SUB(gi, mi), small ? mi : gi);                                                      \
+            VT vi = ADD(MUL(LOAD(c->v + i), b2), MUL(MUL(omb2, gi), gi));                                       \
+            VT denom = ADD(DIV(SQRT(vi), bc), eps);                                                             \
+            wi = ADD(wi, DIV(MUL(nss, mi), denom));                                                             \
+            STORE(c->m + i, mi);                                                                                \
+            STORE(c->v + i, vi);                                                                                \
+            STORE(c->w + i, wi);                                                                                \
+        }                                                                                                       \
+        return i;                                                                                               \
     }
-    return i;
-}
-
-static int has_avx512(void) {
-    static int v = -1;
-    if (v < 0) v = __builtin_cpu_supports("avx512f");
-    return v;
-}
+ADAMW_VEC(adamw_512, __attribute__((target("avx512f"))), __m512, 16, _mm512_set1_ps, _mm512_loadu_ps,
+          _mm512_storeu_ps, _mm512_mul_ps, _mm512_add_ps, _mm512_sub_ps, _mm512_div_ps, _mm512_sqrt_ps, _mm512_fmadd_ps)
+ADAMW_VEC(adamw_avx, __attribute__((target("avx2,fma"))), __m256, 8, _mm256_set1_ps, _mm256_loadu_ps,
+          _mm256_storeu_ps, _mm256_mul_ps, _mm256_add_ps, _mm256_sub_ps, _mm256_div_ps, _mm256_sqrt_ps, _mm256_fmadd_ps)
 
 static void adamw_task(void *p, int64_t blk) {
     const adamw_ctx *c = p;
@@ -67,7 +65,8 @@ static void adamw_task(void *p, int64_t blk) {
     size_t i1 = (size_t)(blk + 1) * BLK < c->n ? (size_t)(blk + 1) * BLK : c->n, i = (size_t)blk * BLK;
     float *w = c->w, *m = c->m, *v = c->v;
     const float *g = c->g;
-    if (!c->m_bf16 && !c->v_bf16 && has_avx512()) i = adamw_512(c, i, i1);
+    int isa = vc_infer_gemm_isa(); /* (the row-invariant GEMM's: VERLC_GEMM_ISA lowers it, the same bits) */
+    if (!c->m_bf16 && !c->v_bf16) i = isa >= VC_GEMM_AVX512 ? adamw_512(c, i, i1) : isa == VC_GEMM_AVX2 ? adamw_avx(c, i, i1) : i;
     for (; i < i1; i++) {
         float wi = w[i];
         if (c->decay) wi = wi * s->decay_mul;        /* param.mul_(1 - lr * wd) */
