@@ -104,11 +104,11 @@ int vc_bench_forward(int argc, char **argv) {
     if (hits) printf("  (%lld GEMM operands from bf16 weight copies)", (long long)hits);
     printf("\n");
     if (vc_be()->host_visible) {
-        double peak_t = vc_perf_peak_theoretical(), peak_g = vc_perf_peak_sgemm(2048), peak_r = vc_perf_peak_rowinv(2048);
+        double peak_t = vc_perf_peak_theoretical_prec(), peak_g = vc_perf_peak_sgemm(2048), peak_r = vc_perf_peak_rowinv(2048);
         printf("  peak: theoretical %.1f GFLOP/s; 2048^3 products: OpenBLAS sgemm %.1f GFLOP/s (%s kernels), the "
                "row-invariant GEMM (the forward's) %.1f\n", peak_t, peak_g, vc_blas_core(), peak_r);
-        printf("  %.1f%% of theoretical fp32 peak, %.1f%% of the measured sgemm, %.1f%% of the row-invariant GEMM\n",
-               peak_t > 0 ? 100 * gf / peak_t : 0.0, peak_g > 0 ? 100 * gf / peak_g : 0.0,
+        printf("  %.1f%% of the theoretical %s peak, %.1f%% of the measured sgemm, %.1f%% of the row-invariant GEMM\n",
+               peak_t > 0 ? 100 * gf / peak_t : 0.0, vc_perf_peak_theoretical_name(), peak_g > 0 ? 100 * gf / peak_g : 0.0,
                peak_r > 0 ? 100 * gf / peak_r : 0.0);
     } else {
         /* the CPU peaks say nothing about a device: measure its own GEMM at this precision */

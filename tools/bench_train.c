@@ -62,10 +62,14 @@ static void report(const char *what, double flops, double secs, int64_t tokens, 
     double g = flops / secs / 1e9;
     printf("%s: %lld tokens in %.3f s: %.0f tokens/s, %.2f GFLOP/s\n", what, (long long)tokens, secs, tokens / secs, g);
     if (vc_be()->host_visible) { /* the CPU's peaks (they say nothing about a device) */
-        double meas = vc_perf_peak_sgemm(2048), inv = vc_perf_peak_rowinv(2048), theo = vc_perf_peak_theoretical();
-        printf("  measured peak (OpenBLAS sgemm 2048^3, the backward's products): %.1f GFLOP/s -> %.1f%%; the "
-               "row-invariant GEMM (the forward's) %.1f\n", meas, meas > 0 ? 100 * g / meas : 0, inv);
-        if (theo > 0) printf("  theoretical fp32 peak: %.1f GFLOP/s -> %.1f%%\n", theo, 100 * g / theo);
+        double meas = vc_perf_peak_sgemm(2048), inv = vc_perf_peak_rowinv(2048), theo = vc_perf_peak_theoretical_prec();
+        if (!strcmp(vc_perf_peak_theoretical_name(), "fp32"))
+            printf("  measured peak (OpenBLAS sgemm 2048^3, the backward's products): %.1f GFLOP/s -> %.1f%%; the "
+                   "row-invariant GEMM (the forward's) %.1f\n", meas, meas > 0 ? 100 * g / meas : 0, inv);
+        else /* (bf16 dot products take the backward's products too) */
+            printf("  measured peak (the row-invariant GEMM 2048^3, all the products): %.1f GFLOP/s -> %.1f%%; OpenBLAS "
+                   "sgemm %.1f\n", inv, inv > 0 ? 100 * g / inv : 0, meas);
+        if (theo > 0) printf("  theoretical %s peak: %.1f GFLOP/s -> %.1f%%\n", vc_perf_peak_theoretical_name(), theo, 100 * g / theo);
     }
     bench_mfu(flops / secs);
     bench_peer_ratio(peer, tokens / secs);

@@ -5,6 +5,11 @@
 
 /* fp32 peak from the CPU's vector FMA width x FMA units x cores x clock (GFLOP/s); 0 if unknown */
 double vc_perf_peak_theoretical(void);
+/* the same for the products at the current matmul precision: under bf16 matmuls on a CPU with AVX-512 BF16 its dot
+ * products (two products a lane an instruction: twice the fp32 figure), else the fp32 peak */
+double vc_perf_peak_theoretical_prec(void);
+/* the label of vc_perf_peak_theoretical_prec's figure: "bf16 dot-product" or "fp32" */
+const char *vc_perf_peak_theoretical_name(void);
 /* achieved fp32 GEMM GFLOP/s of an n x n x n product on this machine (best of a few runs): OpenBLAS's sgemm over the
  * thread pool (the CPU's backward products), and the row-invariant GEMM (its forward products; under bf16 matmuls
  * with B as a registered bf16 weight copy, as a model's products read theirs: measure before any are made, since it

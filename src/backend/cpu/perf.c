@@ -95,13 +95,19 @@ double vc_perf_forward_flops(const vc_model_config *c, int64_t tokens, int64_t s
     return per_token * (double)tokens;
 }
 
+static int bf16_dots(void) { return vc_matmul_precision() == VC_PREC_BF16 && vc_infer_gemm_isa() == VC_GEMM_AVX512BF16; }
+
+double vc_perf_peak_theoretical_prec(void) { return vc_perf_peak_theoretical() * (bf16_dots() ? 2.0 : 1.0); }
+
+const char *vc_perf_peak_theoretical_name(void) { return bf16_dots() ? "bf16 dot-product" : "fp32"; }
+
 double vc_perf_promised_peak(void) {
     double dev = 0;
     if (vc_backend_cuda() && vc_be() == vc_backend_cuda() &&
         vc_cuda_peak_flops(vc_matmul_precision() == VC_PREC_BF16, &dev) == VC_OK && dev > 0)
         return dev;
     vc_clear_error();
-    double g = vc_perf_peak_theoretical();
+    double g = vc_perf_peak_theoretical_prec();
     if (g <= 0) g = vc_perf_peak_sgemm(512);
     return g > 0 ? g * 1e9 : 1e10;
 }
