@@ -3,6 +3,7 @@
  * sequences whose pending tokens are all computed, sampling keyed by (seed, prompt, sample, position),
  * bookkeeping (forks of a prompt into its n samples, finished samples leave). The forward runs on a
  * row-invariant backend, so a token's logits are the same bits whatever the batch looks like. */
+#include "backend/cpu/cpu.h"
 #include "infer/sched.h"
 #include "verlc/cuda.h"
 #include "verlc/pool.h"
@@ -68,7 +69,7 @@ static double available_bytes(void) {
     while (f && fgets(line, sizeof line, f))
         if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
     if (f) fclose(f);
-    if (kb > 0) return kb * 1024.0;
+    if (kb > 0) return kb * 1024.0 + (double)vc_cpu_bf16_copies_spare(); /* (kept for copies: no longer in use) */
     return (double)sysconf(_SC_AVPHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 }
 

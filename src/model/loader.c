@@ -1,6 +1,7 @@
 /* Loading a Hugging Face checkpoint into slots. Every rule of the architecture is tried at every layer
  * (and expert) where its destination slots exist; each checkpoint tensor must be claimed by a rule,
  * be known to be ignorable, or the load fails naming it. */
+#include "backend/cpu/cpu.h"
 #include "model_internal.h"
 #include "verlc/vision.h"
 #include "verlc/json.h"
@@ -935,6 +936,7 @@ vc_status vc_model_alloc_from_config(vc_model *m, uint8_t *optional_present) {
 
 void vc_model_free(vc_model *m) {
     if (!m) return;
+    vc_cpu_bf16_copies_release(); /* (the memory kept for the next model's copies) */
     for (int i = 0; i < m->n_src; i++) free(m->src[i].name);
     for (int i = 0; i < m->n_ignored; i++) free(m->ignored[i]);
     free(m->ignored);

@@ -1,5 +1,6 @@
 /* Memory plan before the first step: weights, gradients, optimiser state and the activations of the
  * largest micro-batch (measured from the graph arena's peak in one trial step). */
+#include "backend/cpu/cpu.h"
 #include "trainer_dp.h"
 #include "tensor/backend.h"
 #include "verlc/cuda.h"
@@ -87,6 +88,7 @@ vc_status vc_plan_available(int on_gpu, size_t *out) {
     }
     size_t used = 0, gfree = 0, gtotal = 0;
     *out = on_gpu ? 0 : vc_mem_available(); /* 0: unknown, nothing checked */
+    if (*out) *out += vc_cpu_bf16_copies_spare(); /* (kept for the next copies: available to them) */
     if (on_gpu && vc_cuda_mem_info(&used, &gfree, &gtotal) == VC_OK) *out = gfree;
     else if (on_gpu) vc_clear_error(); /* the query's failure: planned without the check, not an error */
     return VC_OK;

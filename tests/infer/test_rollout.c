@@ -403,8 +403,32 @@ static void test_copy_find(void) {
         }
     CHECK_MSG(bad == 0, "%d elements of the copy not the weight's bf16 rounding in its layout", bad);
     CHECK(vc_cpu_bf16_copies_hits() == 3);
+    CHECK(vc_cpu_bf16_copies_spare() == 0); /* (live) */
     vc_cpu_bf16_copies_drop();
     CHECK(vc_cpu_bf16_copies_hits() == 0 && !vc_cpu_bf16_copy_find(w, 40, 5, 5));
+    /* the memory is kept for the next add of a like size (the same block), counted as spare meanwhile; an add of
+     * under half its size takes a new one; release frees it */
+    size_t spare = vc_cpu_bf16_copies_spare();
+    CHECK(spare >= 2 * 48 * 6 + 2 * 32 * 6);
+    CHECK_OK(vc_cpu_bf16_copies_add(ws, rows, cols, 2));
+    const uint16_t *h2 = vc_cpu_bf16_copy_find(w, 40, 5, 5), *h3 = vc_cpu_bf16_copy_find(other, 20, 5, 5);
+    CHECK(h2 && h3 && (h2 == h || h3 == h) && vc_cpu_bf16_copies_spare() == 0);
+    int bad2 = 0;
+    for (int r = 0; h2 && r < 40; r++)
+        for (int k = 0; k < 5; k++) bad2 += h2[(r / 16) * 6 * 16 + (k / 2) * 32 + (r % 16) * 2 + 1 - k % 2] != vc_f32_to_bf16(w[r * 5 + k]);
+    CHECK_MSG(bad2 == 0, "%d elements of the copy in the kept memory wrong", bad2);
+    vc_cpu_bf16_copies_release(); /* (live: nothing freed) */
+    CHECK(vc_cpu_bf16_copy_find(w, 40, 5, 5) == h2);
+    vc_cpu_bf16_copies_drop();
+    CHECK(vc_cpu_bf16_copies_add(ws + 1, rows + 1, cols, 1) == VC_OK && vc_cpu_bf16_copies_spare() == 0);
+    vc_cpu_bf16_copies_drop();
+    CHECK(vc_cpu_bf16_copies_spare() == spare); /* (40 rows of 60: more than half, the same block) */
+    int64_t one = 1, c5 = 5;
+    CHECK_OK(vc_cpu_bf16_copies_add(ws, &one, &c5, 1));
+    vc_cpu_bf16_copies_drop();
+    CHECK(vc_cpu_bf16_copies_spare() < spare); /* (a new, smaller one) */
+    vc_cpu_bf16_copies_release();
+    CHECK(vc_cpu_bf16_copies_spare() == 0);
     free(w);
 }
 

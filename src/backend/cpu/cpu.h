@@ -32,8 +32,10 @@ vc_status vc_cpu_bf16_copies_add(const float *const *w, const int64_t *rows, con
 /* op(B)^T's n rows of k (tb: B [n][k], else B [k][n]; leading dimension ld) rounded to bf16 in the copies' layout, for
  * one product (AVX-512: the row-invariant GEMM's AVX-512 BF16 path); free() it. NULL: no memory (reported) */
 uint16_t *vc_cpu_bf16_pairs(int tb, const float *B, int64_t ld, int64_t n, int64_t k);
-void vc_cpu_bf16_copies_drop(void);
+void vc_cpu_bf16_copies_drop(void); /* (their memory kept for the next add: vc_cpu_bf16_copies_spare) */
 int64_t vc_cpu_bf16_copies_hits(void); /* operands served since the last add (0 after a drop) */
+size_t vc_cpu_bf16_copies_spare(void);   /* bytes kept for the next add while none are live (available memory) */
+void vc_cpu_bf16_copies_release(void);   /* free the kept memory (not while copies are live) */
 const uint16_t *vc_cpu_bf16_copy_find(const float *p, int64_t rows, int64_t cols, int64_t ld);
 /* tests: the next n scratch allocations fail (0: none), and the recorded fault is cleared */
 void vc_cpu_scratch_test(int n);

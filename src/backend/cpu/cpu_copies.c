@@ -26,9 +26,22 @@ typedef struct {
 static bf16_copy *g_copies; /* sorted by w */
 static int g_n;
 static int64_t g_hits;
+/* the copies' memory, one block kept from a drop to the next add of a like size (a model's next call, step or pass:
+ * fresh pages cost a fault and a zeroing each, 1 GB of them for a 0.5B model's copies); counted as available
+ * memory while no copies live (vc_cpu_bf16_copies_spare), as the GPU's pool counts what it keeps */
+static uint16_t *g_block;
+static size_t g_block_bytes;
+
+size_t vc_cpu_bf16_copies_spare(void) { return g_n ? 0 : g_block_bytes; }
+
+void vc_cpu_bf16_copies_release(void) {
+    if (g_n) return; /* (live: a call is using them) */
+    free(g_block);
+    g_block = NULL;
+    g_block_bytes = 0;
+}
 
 void vc_cpu_bf16_copies_drop(void) {
-    for (int i = 0; i < g_n; i++) free(g_copies[i].h);
     free(g_copies);
     g_copies = NULL;
     g_n = 0;
@@ -167,15 +180,20 @@ vc_status vc_cpu_bf16_copies_add(const float *const *w, const int64_t *rows, con
     vc_cpu_bf16_copies_drop();
     bf16_copy *c = calloc((size_t)(n > 0 ? n : 1), sizeof *c);
     int64_t *first = malloc((size_t)(n + 1) * sizeof *first);
-    int ok = c && first;
-    for (int i = 0; ok && i < n; i++) {
-        size_t e = copy_elems(rows[i], cols[i]);
-        c[i] = (bf16_copy){ w[i], rows[i], cols[i], aligned_alloc(64, (e * 2 + 63) / 64 * 64 + 64) }; /* (a group's
-                                                                                     pairs of k: 64 bytes) */
-        ok = c[i].h != NULL;
+    size_t total = 0; /* each copy 64-byte aligned, with 64 bytes behind it (a group's pairs of k: 64 bytes) */
+    for (int i = 0; i < n; i++) total += (copy_elems(rows[i], cols[i]) * 2 + 63) / 64 * 64 + 64;
+    if (g_block && (g_block_bytes < total || g_block_bytes / 2 > total)) { /* (too small, or twice the need) */
+        free(g_block);
+        g_block = NULL;
+        g_block_bytes = 0;
+    }
+    if (!g_block && total && (g_block = aligned_alloc(64, total))) g_block_bytes = total;
+    int ok = c && first && (g_block || !total);
+    for (size_t i = 0, off = 0; ok && i < (size_t)n; i++) {
+        c[i] = (bf16_copy){ w[i], rows[i], cols[i], (uint16_t *)((char *)g_block + off) };
+        off += (copy_elems(rows[i], cols[i]) * 2 + 63) / 64 * 64 + 64;
     }
     if (!ok) {
-        for (int i = 0; c && i < n; i++) free(c[i].h);
         free(c);
         free(first);
         return vc_fail(VC_ERR_NOMEM, "cpu: bf16 weight copies: no memory for %d matrices", n);
