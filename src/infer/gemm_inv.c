@@ -183,25 +183,6 @@ static void task_avx(void *p, int64_t t) {
     panel_task(p, t, 6, wide, one);
 }
 
-/* ---- AVX-512: panels of 48 rows, 3 x 8 tiles ---- */
-#define PANEL_512(MV, NR)                                                                                       \
-    PANEL_TILE(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, _mm512_set1_ps,  \
-               _mm512_storeu_ps, MV, NR)                                                                        \
-    PANEL_TILE16(t512, AVX512, __m512, __m512i, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps,       \
-                 _mm512_set1_epi32, LO512, HI512, _mm512_storeu_ps, MV, NR)
-PANEL_512(1, 8)
-PANEL_512(2, 8)
-PANEL_512(3, 8)
-PANEL_512(1, 1)
-PANEL_512(2, 1)
-PANEL_512(3, 1)
-
-static void task_512(void *p, int64_t t) {
-    static const panel_fn wide[2][3] = { { t512_p1x8, t512_p2x8, t512_p3x8 }, { t512_q1x8, t512_q2x8, t512_q3x8 } };
-    static const panel_fn one[2][3] = { { t512_p1x1, t512_p2x1, t512_p3x1 }, { t512_q1x1, t512_q2x1, t512_q3x1 } };
-    panel_task(p, t, 8, wide, one);
-}
-
 /* ---- AVX-512 BF16, B's bf16 copy: panels of 48 rows as bf16 pairs, 3 x 8 tiles, two k a dot-product step ----
  * vdpbf16ps adds a pair's high-half product (k's: A's pairs and the copy put k high) and then its low-half one
  * (k + 1's) into the lane, each rounded once, under DAZ / FTZ: the chain's two fused multiply-adds, bit for bit. An
@@ -241,12 +222,27 @@ static void task_512(void *p, int64_t t) {
         }                                                                                                       \
         PANEL_FINISH(__m512, 16, _mm512_storeu_ps, MV, NR)                                                      \
     }
-PANEL_BF(1, 8)
-PANEL_BF(2, 8)
-PANEL_BF(3, 8)
-PANEL_BF(1, 1)
-PANEL_BF(2, 1)
-PANEL_BF(3, 1)
+
+/* ---- AVX-512: panels of 48 rows, 3 x 8 tiles ---- */
+#define PANEL_512(MV, NR)                                                                                       \
+    PANEL_TILE(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, _mm512_set1_ps,  \
+               _mm512_storeu_ps, MV, NR)                                                                        \
+    PANEL_TILE16(t512, AVX512, __m512, __m512i, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps,       \
+                 _mm512_set1_epi32, LO512, HI512, _mm512_storeu_ps, MV, NR)                                     \
+    PANEL_BF(MV, NR)
+PANEL_512(1, 8)
+PANEL_512(2, 8)
+PANEL_512(3, 8)
+PANEL_512(1, 1)
+PANEL_512(2, 1)
+PANEL_512(3, 1)
+
+static void task_512(void *p, int64_t t) {
+    static const panel_fn wide[2][3] = { { t512_p1x8, t512_p2x8, t512_p3x8 }, { t512_q1x8, t512_q2x8, t512_q3x8 } };
+    static const panel_fn one[2][3] = { { t512_p1x1, t512_p2x1, t512_p3x1 }, { t512_q1x1, t512_q2x1, t512_q3x1 } };
+    panel_task(p, t, 8, wide, one);
+}
+
 
 static void task_bf(void *p, int64_t t) {
     static const panel_fn wide[2][3] = { { t512_p1x8, t512_p2x8, t512_p3x8 }, { bf_q1x8, bf_q2x8, bf_q3x8 } };

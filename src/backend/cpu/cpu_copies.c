@@ -96,6 +96,9 @@ static size_t copy_elems(int64_t rows, int64_t cols) {
     return (size_t)((rows + VC_B16_LANES - 1) / VC_B16_LANES) * VC_B16_LANES * (size_t)vc_b16_even(cols);
 }
 
+/* its bytes in the copies' block: 64-byte aligned, with 64 bytes behind it (a group's pairs of k: 64 bytes) */
+static size_t copy_bytes(int64_t rows, int64_t cols) { return (copy_elems(rows, cols) * 2 + 63) / 64 * 64 + 64; }
+
 /* groups g0 .. g1 of w's rows (rows x K at leading dimension ld) into h in the copy's layout; 0: no scratch memory
  * (recorded for the sync) */
 static int groups_of_rows(const float *w, int64_t ld, int64_t rows, int64_t K, int64_t g0, int64_t g1, uint16_t *h) {
@@ -160,8 +163,7 @@ static void pairs_task(void *p, int64_t t) {
 }
 
 uint16_t *vc_cpu_bf16_pairs(int tb, const float *B, int64_t ld, int64_t n, int64_t k) {
-    size_t e = copy_elems(n, k);
-    uint16_t *h = aligned_alloc(64, (e * 2 + 63) / 64 * 64 + 64);
+    uint16_t *h = aligned_alloc(64, copy_bytes(n, k));
     if (!h) {
         vc_fail(VC_ERR_NOMEM, "cpu: bf16 pairs of a %lld x %lld operand: no memory", (long long)n, (long long)k);
         return NULL;
@@ -180,8 +182,8 @@ vc_status vc_cpu_bf16_copies_add(const float *const *w, const int64_t *rows, con
     vc_cpu_bf16_copies_drop();
     bf16_copy *c = calloc((size_t)(n > 0 ? n : 1), sizeof *c);
     int64_t *first = malloc((size_t)(n + 1) * sizeof *first);
-    size_t total = 0; /* each copy 64-byte aligned, with 64 bytes behind it (a group's pairs of k: 64 bytes) */
-    for (int i = 0; i < n; i++) total += (copy_elems(rows[i], cols[i]) * 2 + 63) / 64 * 64 + 64;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += copy_bytes(rows[i], cols[i]);
     if (g_block && (g_block_bytes < total || g_block_bytes / 2 > total)) { /* (too small, or twice the need) */
         free(g_block);
         g_block = NULL;
@@ -191,7 +193,7 @@ vc_status vc_cpu_bf16_copies_add(const float *const *w, const int64_t *rows, con
     int ok = c && first && (g_block || !total);
     for (size_t i = 0, off = 0; ok && i < (size_t)n; i++) {
         c[i] = (bf16_copy){ w[i], rows[i], cols[i], (uint16_t *)((char *)g_block + off) };
-        off += (copy_elems(rows[i], cols[i]) * 2 + 63) / 64 * 64 + 64;
+        off += copy_bytes(rows[i], cols[i]);
     }
     if (!ok) {
         free(c);
