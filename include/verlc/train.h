@@ -427,7 +427,8 @@ typedef struct vc_sft_config {
     const char *legacy_impl; /* trainer.use_legacy_worker_impl: "enable" normalises as verl b178a3cd's fsdp_sft_trainer
                               * (each micro-batch by itself; "auto", "disable": the global batch's token mean) */
     int balance_dp_token;    /* data.balance_dp_token, with "enable": the ranks' i-th micro-batches' tokens pooled */
-    int test_freq, save_freq, keep_last; /* steps; 0 = only at the end / keep all */
+    int test_freq, save_freq, keep_last; /* steps; 0 = only at the end / keep all; VC_SFT_EACH_EPOCH: verl's
+                                          * "after_each_epoch" (the steps of an epoch) */
     int skip_bad_lines;      /* malformed JSONL lines: skip and count (1) or stop (0) */
     int64_t train_max_samples, val_max_samples; /* > 0: the first N rows only (verl's max_samples without shuffle) */
     const char *chat_template; /* data.chat_template: a Jinja template in place of the tokenizer's (NULL: its own) */
@@ -441,6 +442,7 @@ typedef struct vc_sft_config {
     const char *lora_exclude; /* model.exclude_modules: a regular expression over module paths, or NULL */
     const char *lora_params;  /* model.target_parameters (later verl; PEFT's): routed experts / router, or NULL */
     const char *lora_from;    /* model.lora_adapter_path: the adapters start from this PEFT directory, or NULL */
+    int mtp_enable;          /* model.mtp.enable: the checkpoint must have MTP layers (kept, copied through on export) */
     int threads;             /* 0: default */
     size_t max_memory;       /* 0: MemAvailable */
     int quiet;
@@ -457,6 +459,7 @@ typedef struct vc_sft_config {
                               * RUN_DIR/metrics.jsonl; "console" */
     const char *project_name, *experiment_name; /* "gsm8k-sft", "test" (verl's defaults) */
 } vc_sft_config;
+#define VC_SFT_EACH_EPOCH (-2)
 
 void vc_sft_config_default(vc_sft_config *c);
 /* Hydra's group selections among args[0..n) ("KEY=VALUE" strings; others skipped): optim=automodel's defaults,

@@ -1,6 +1,8 @@
 /* Architecture descriptors and their tensor tables. Adding an architecture: a descriptor row, its
  * rule tables (sharing the common ones), config keys in config.c when the family names them its own way. */
 #include "arch.h"
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define L "model.layers.%d."
@@ -821,6 +823,8 @@ static const vc_arch ARCHS[] = {
     { "xglm", "xglm", T(XGLM) },
     { "dbrx", "dbrx", T(DBRX) },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
+    /* MiMo (MiMo-7B): Qwen2's layout; its multi-token-prediction layers (model.mtp_layers.*) are not used */
+    { "mimo", "mimo", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), NULL, "model.mtp_layers." },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
     { "minicpm3", "minicpm3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP) },
@@ -984,6 +988,19 @@ void vc_arch_param_path(const vc_arch *a, int slot, char *buf, size_t cap) {
         snprintf(buf, cap, "%s%sexperts.%s", moe, dot, slot == VC_W_EXP_GATE ? "gate_up_proj" : "down_proj");
     else if (slot == VC_W_ROUTER) snprintf(buf, cap, "%s%s%s.weight", moe, dot, router);
     else if (cap) buf[0] = 0;
+}
+
+int vc_arch_mtp_tensor(const vc_model_config *c, const char *name) {
+    if (!strncmp(name, "model.layers.", 13) && atoi(name + 13) >= c->n_layer) return 1;
+    for (const char *p = c->arch->ignore_prefixes; p && *p;) {
+        size_t k = strcspn(p, " ");
+        char pre[64];
+        snprintf(pre, sizeof pre, "%.*s", (int)k, p);
+        if (k && !strncmp(name, p, k) && strstr(pre, "mtp")) return 1;
+        p += k;
+        while (*p == ' ') p++;
+    }
+    return 0;
 }
 
 int vc_arch_other_tower(const vc_arch *a, const char *name) {

@@ -134,6 +134,10 @@ int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t
 vc_slot_mask vc_arch_module_slots(const vc_arch *a, const char *short_name);
 /* whether a checkpoint tensor belongs to another tower the text model does not use (ignore_prefixes) */
 int vc_arch_other_tower(const vc_arch *a, const char *name);
+/* whether a checkpoint tensor is a multi-token-prediction layer's (DeepSeek-V3's and GLM-4.5's model.layers.N.* past
+ * the decoder's n_layer, or under an ignored prefix naming mtp: MiMo's model.mtp_layers.*, Qwen3-Next's mtp.*): the
+ * forward does not use them, the export copies them through */
+int vc_arch_mtp_tensor(const vc_model_config *c, const char *name);
 const char *vc_slot_name(int slot);
 int vc_slot_is_global(int slot);
 /* a bias or a norm's bias: zero at random init; no weight decay even when it is stacked per expert (2-D) */

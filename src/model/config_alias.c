@@ -61,6 +61,9 @@ static const struct {
       "{\"rope_theta\":5000000,\"head_dim\":128,\"rms_norm_eps\":1e-6,\"num_key_value_heads\":2,"
       "\"n_routed_experts\":160,\"routed_scaling_factor\":3.66,\"num_experts_per_tok\":16,"
       "\"moe_intermediate_size\":512,\"n_group\":1,\"topk_group\":1,\"norm_topk_prob\":true}", minicpm5 },
+    /* MiMo (XiaomiMiMo/MiMo-7B-*, remote code MiMoForCausalLM): Qwen2 with multi-token-prediction layers its forward
+     * does not use (arch.c's row leaves them to the export) */
+    { "mimo", "qwen2", "", "{}" },
     /* Gemma 4 Unified's text model: Gemma 4's without per-layer embeddings or an MoE block */
     { "gemma4_unified_text", "gemma4_text", "", "{}", NULL, gemma4_unified },
 };

@@ -149,14 +149,15 @@ static int vision_param(const vc_model *m, const char *name) {
     return 0;
 }
 
-/* the source checkpoint's tensors of other towers (a multimodal model's vision tower verlc does not build), as they
- * were, so the export loads as the same kind of model */
+/* the source checkpoint's tensors of other towers (a multimodal model's vision tower verlc does not build) and its
+ * multi-token-prediction layers, as they were, so the export loads as the same kind of model */
 static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w, vc_checkpoint **ck) {
-    if (!m->cfg.arch->ignore_prefixes || !m->dir) return VC_OK;
+    if (!m->dir) return VC_OK;
     vc_status st = vc_ckpt_open(m->dir, ck); /* open until the file is written: its data is referenced, not copied */
     for (int i = 0; !st && i < vc_ckpt_count(*ck); i++) {
         const vc_st_tensor *t = vc_ckpt_at(*ck, i);
-        if (vc_arch_other_tower(m->cfg.arch, t->name) && !vision_param(m, t->name))
+        if ((vc_arch_other_tower(m->cfg.arch, t->name) || vc_arch_mtp_tensor(&m->cfg, t->name)) &&
+            !vision_param(m, t->name))
             st = vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 0);
     }
     return st;

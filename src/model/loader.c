@@ -644,10 +644,10 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
             why = "activation quantization's scale, not applied";
         }
         if (!why && m->vision && vc_vision_owns(m->vision, name)) why = "the vision tower's, loaded for image inputs";
+        if (!why && vc_arch_mtp_tensor(c, name))
+            why = "a multi-token-prediction layer's: not used by the forward, copied through on export";
         if (!why && vc_arch_other_tower(c->arch, name))
             why = "another tower of a multimodal checkpoint, not used by the text model";
-        if (!why && !strncmp(name, "model.layers.", 13) && atoi(name + 13) >= c->n_layer)
-            why = "multi-token-prediction layer, not used for training";
         if (!why)
             return vc_fail(VC_ERR_FORMAT, "%s: tensor '%s' is not used by architecture %s (%s)", m->dir, name,
                            c->arch->name, c->model_type);

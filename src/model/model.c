@@ -4,9 +4,36 @@
 #include "verlc/cuda.h"
 #include "backend/cpu/cpu.h"
 #include "verlc/train.h"
+#include "verlc/json.h"
 #include <string.h>
 
 const vc_model_config *vc_model_cfg(const vc_model *m) { return &m->cfg; }
+
+int vc_model_mtp_layers(const vc_model *m) {
+    cJSON *o = m->config_text ? cJSON_Parse(m->config_text) : NULL;
+    static const char *const KEYS[] = { "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers" };
+    const cJSON *where[2] = { o, vc_json_member(o, "text_config") };
+    int n = 0;
+    for (int w = 0; w < 2; w++)
+        for (int k = 0; k < 3; k++) {
+            const cJSON *v = vc_json_member(where[w], KEYS[k]);
+            if (cJSON_IsNumber(v) && v->valuedouble > n && v->valuedouble < 1e6) n = (int)v->valuedouble;
+        }
+    cJSON_Delete(o);
+    return n;
+}
+
+vc_status vc_mtp_enable_check(const vc_model *m, const char *dir, const char *key, int say) {
+    int n = vc_model_mtp_layers(m);
+    if (!n)
+        return vc_fail(VC_ERR_ARG, "%s=true: %s/config.json declares no multi-token-prediction layers "
+                       "(num_nextn_predict_layers or mtp_num_hidden_layers), as verl requires", key, dir);
+    if (say)
+        vc_info("%s=true: the checkpoint's %d multi-token-prediction layer%s kept as loaded and copied through on "
+                "export (verl's MTP parameters without enable_train); verlc neither trains them nor drafts with them in "
+                "rollout", key, n, n == 1 ? " is" : "s are");
+    return VC_OK;
+}
 
 int64_t vc_model_param_count(const vc_model *m) {
     int64_t n = 0;

@@ -98,7 +98,7 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
 static vc_status refuse_unimplemented(const vc_config *c) {
     static const struct { const char *key, *why; } BOOLS[] = {
         { "actor_rollout_ref.model.mtp.enable_train", "multi-token-prediction training is not implemented (MTP "
-                                                      "layers are not loaded)" },
+                                                      "layers are kept as loaded: mtp.enable alone is accepted)" },
         { "actor_rollout_ref.rollout.skip_rollout", "replaying dumped rollouts is not implemented" },
     };
     for (size_t i = 0; i < sizeof BOOLS / sizeof BOOLS[0]; i++) {
@@ -923,6 +923,14 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
     /* the base weights; a checkpoint's are loaded over them with the optimiser state below */
     if (!st && (st = vc_model_load(t->model_path, &t->actor)))
         st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", t->model_path);
+    int mtp = 0; /* verl's MTP parameters loaded only: kept as they are (enable_train is refused above) */
+    if (!st && !(st = vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable", 0, &mtp)) && mtp)
+        st = vc_mtp_enable_check(t->actor, t->model_path, "actor_rollout_ref.model.mtp.enable", t->rank == 0);
+    int spec = 0;
+    if (!st && mtp && !(st = vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable_rollout", 0, &spec)) &&
+        spec && t->rank == 0)
+        vc_info("actor_rollout_ref.model.mtp.enable_rollout=true: verlc's rollout does not draft tokens with the MTP "
+                "layers (speculative decoding); it samples every token from the model, the same distribution");
     TRY(rl_attach_actor_lora(t, cfg));
     if (!st && t->acfg.dist.on) st = load_teachers(t, cfg);
     /* under LoRA the reference policy is the actor with its adapters off, unless a model is named */

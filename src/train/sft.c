@@ -30,6 +30,7 @@ typedef struct sft_run {
     vc_epoch_iter it;
     vc_train_state state;
     int64_t total_steps;
+    int64_t test_every, save_every; /* trainer.test_freq / save_freq in steps ("after_each_epoch": an epoch's) */
     FILE *metrics;
     vc_tracker *tracker;     /* trainer.logger file / tensorboard (rank 0; NULL: neither) */
     double peak;             /* the promised peak FLOP/s train/mfu divides by (vc_perf_promised_peak) */
@@ -133,6 +134,7 @@ static vc_status load_inputs(sft_run *r) {
     }
     if (st) return st;
     if ((st = vc_model_load(c->model_dir, &r->model))) return st;
+    if (c->mtp_enable && (st = vc_mtp_enable_check(r->model, c->model_dir, "model.mtp.enable", r->rank == 0))) return st;
     vc_lora_spec ls = { c->lora_rank, c->lora_alpha, c->lora_targets, c->lora_params, c->lora_exclude, c->seed, 0 };
     if (c->lora_rank > 0 && (st = vc_model_lora_attach(r->model, &ls))) return vc_fail_ctx(st, "model.lora_rank");
     if (c->lora_from && *c->lora_from) { /* (verl's FSDP engine: PeftModel.from_pretrained over the adapters) */
@@ -597,9 +599,9 @@ static vc_status run_loop(sft_run *r) {
         int64_t step = r->tr.step;
         double val = NAN;
         int last = step >= stop;
-        if (r->val.n && ((c->test_freq > 0 && step % c->test_freq == 0) || last) && (st = validate(r, &val))) break;
+        if (r->val.n && ((r->test_every > 0 && step % r->test_every == 0) || last) && (st = validate(r, &val))) break;
         if ((st = log_step(r, flops, &s, val, vc_now() - t0, done))) break;
-        if ((c->save_freq > 0 && step % c->save_freq == 0) || last) {
+        if ((r->save_every > 0 && step % r->save_every == 0) || last) {
             st = save(r);
             last_saved = step;
         }
@@ -682,6 +684,8 @@ vc_status vc_sft_run(const vc_sft_config *c) {
         (st = vc_epoch_iter_torch(&r.it, VC_ORDER_TORCH_EPOCH, c->data_seed, 1, 0)))
         goto out;
     r.total_steps = c->total_steps > 0 ? c->total_steps : (int64_t)vc_epoch_iter_batches(&r.it) * c->epochs;
+    r.test_every = c->test_freq == VC_SFT_EACH_EPOCH ? (int64_t)vc_epoch_iter_batches(&r.it) : c->test_freq;
+    r.save_every = c->save_freq == VC_SFT_EACH_EPOCH ? (int64_t)vc_epoch_iter_batches(&r.it) : c->save_freq;
     if ((st = make_trainer(&r))) goto out;
     if (r.tr.world > 1 && legacy(c) && !c->use_dynamic_bsz &&
         !(r.dealt = vc_malloc(sizeof *r.dealt * (size_t)c->train_batch_size))) {

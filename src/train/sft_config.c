@@ -232,6 +232,8 @@ static const key_def KEYS[] = {
       "LoRA: start the adapters from this PEFT directory (adapter_model.safetensors) instead of B = 0" },
     { "model.exclude_modules", "exclude_modules", K_STR, F(lora_exclude),
       "LoRA: leave out modules whose path (model.layers.N.mlp.up_proj) this regular expression matches" },
+    { "model.mtp.enable", "mtp_enable", K_BOOL, F(mtp_enable),
+      "the checkpoint's multi-token-prediction layers are kept (copied through on export, not trained)" },
     { "threads", "threads", K_INT, F(threads), "compute threads (0: VERLC_THREADS or all cores)" },
     { "max_memory", "max_memory", K_BYTES, F(max_memory), "refuse to start above this (e.g. 20G)" },
     { "quiet", "quiet", K_BOOL, F(quiet), "no per-step console lines" },
@@ -352,8 +354,7 @@ static const verl_key VERL_KEYS[] = {
     { "model.use_fused_kernels", "*", "" },
     { "model.fused_kernel_options.*", "*", "" },
     { "model.tiled_mlp.*", "*", "" },
-    { "model.mtp.enable", "False,false", "is not supported: multi-token prediction heads are not trained" },
-    { "model.mtp.enable_train", "False,false", "is not supported: multi-token prediction heads are not trained" },
+    { "model.mtp.enable_train", "False,false", "is not supported: multi-token prediction layers are not trained" },
     { "model.mtp.*", "*", "" },
     { "engine.wrap_policy.*", "*", "" },
     { "engine.param_offload", "*", "" },
@@ -590,7 +591,13 @@ vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value
         c->chat_kw_val[c->n_chat_kw++] = value;
         return VC_OK;
     }
-    if (verl_key_set(key, value, &st)) return st;
+    if ((!strcmp(key, "trainer.test_freq") || !strcmp(key, "test_freq") || !strcmp(key, "trainer.save_freq") ||
+         !strcmp(key, "save_freq")) && !strcmp(value, "after_each_epoch")) { /* (verl's sft_trainer: an epoch's steps) */
+        *(strstr(key, "test") ? &c->test_freq : &c->save_freq) = VC_SFT_EACH_EPOCH;
+        return VC_OK;
+    }
+    int own = !strcmp(key, "model.mtp.enable"); /* (a key of its own under the model.mtp.* the table takes) */
+    if (!own && verl_key_set(key, value, &st)) return st;
     for (size_t i = 0; i < N_KEYS; i++)
         if (!strcmp(key, KEYS[i].name) || !strcmp(key, KEYS[i].alias)) return set_key(c, &KEYS[i], key, value);
     return vc_fail(VC_ERR_ARG, "unknown SFT key '%s' (see verlc sft --help)", key);

@@ -182,13 +182,68 @@ static void kimi_k2(const char *shared_root) {
     remove_tree(out);
 }
 
+/* MTP layers the forward does not use are copied through on export, unchanged: MiMo's model.mtp_layers.* (verlc's
+ * mimo fixture) and, written into a copy of the qwen2 fixture, a DeepSeek-V3-style layer past n_layer */
+static void mtp_copied(const char *src, const char *extra) {
+    char dir[256], out[256], cmd[900], path[320];
+    snprintf(dir, sizeof dir, "/tmp/verlc_mtp_%d", (int)getpid());
+    snprintf(out, sizeof out, "%s_out", dir);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/* %s/", dir, dir, src, dir);
+    CHECK(system(cmd) == 0);
+    float w[6] = { 1, -2, 3.5f, 0.25f, -0.5f, 7 };
+    if (extra) { /* the checkpoint rewritten with an MTP layer past the decoder's layers */
+        vc_st_writer *wr = NULL;
+        CHECK_OK(vc_st_writer_new(&wr));
+        CHECK_OK(vc_st_writer_add(wr, extra, VC_F32, 2, (int64_t[]){ 2, 3 }, w, 0));
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        vc_checkpoint *ck = NULL;
+        CHECK_OK(vc_ckpt_open(path, &ck));
+        for (int i = 0; ck && i < vc_ckpt_count(ck); i++) {
+            const vc_st_tensor *t = vc_ckpt_at(ck, i);
+            CHECK_OK(vc_st_writer_add(wr, t->name, t->dtype, t->ndim, t->shape, t->data, 0));
+        }
+        snprintf(path, sizeof path, "%s/model2.safetensors", dir);
+        CHECK_OK(vc_st_writer_write(wr, path));
+        vc_st_writer_free(wr);
+        vc_ckpt_close(ck);
+        snprintf(cmd, sizeof cmd, "mv %s/model2.safetensors %s/model.safetensors", dir, dir);
+        CHECK(system(cmd) == 0);
+    }
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(dir, &m));
+    if (m) CHECK_OK(vc_model_save_hf(m, out, VC_F32));
+    vc_checkpoint *a = NULL, *b = NULL;
+    CHECK_OK(vc_ckpt_open(dir, &a));
+    CHECK_OK(vc_ckpt_open(out, &b));
+    int n = 0;
+    for (int i = 0; a && b && i < vc_ckpt_count(a); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(a, i), *u;
+        if (!strstr(t->name, "mtp_layers.") && !(extra && !strcmp(t->name, extra))) continue;
+        n++;
+        u = vc_ckpt_find(b, t->name);
+        CHECK_MSG(u && u->nbytes == t->nbytes && !memcmp(u->data, t->data, t->nbytes), "%s: MTP tensor %s %s", src,
+                  t->name, u ? "changed on export" : "missing from the export");
+    }
+    CHECK_MSG(n > 0, "%s: no MTP tensors to copy", src);
+    vc_ckpt_close(a);
+    vc_ckpt_close(b);
+    vc_model_free(m);
+    remove_tree(dir);
+    remove_tree(out);
+}
+
 int main(void) {
     export_pieces();
     char root[512];
     int n = check_root(vc_test_model_root(0, root, sizeof root));
     kimi_k2(root);
+    char src[600];
+    snprintf(src, sizeof src, "%s/qwen2", root);
+    mtp_copied(src, "model.layers.2.eh_proj.weight");
     CHECK_MSG(n >= 29, "found %d shared fixture models", n);
     int own = check_root(vc_test_model_root(1, root, sizeof root));
+    snprintf(src, sizeof src, "%s/mimo", root);
+    mtp_copied(src, NULL);
     CHECK_MSG(own >= 5, "found %d of verlc's own fixture models", own);
     printf("%d shared and %d own fixture models checked\n", n, own);
     return vc_test_done();

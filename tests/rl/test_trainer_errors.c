@@ -207,6 +207,7 @@ int main(void) {
     expect(e, VC_ERR_UNSUPPORTED, "reward_model.model.path", "no score head");
     expect("reward_model.enable=true|reward_model.model.path=/nonexistent/rm", VC_ERR_IO, "/nonexistent/rm", NULL);
     expect("actor_rollout_ref.model.mtp.enable_train=true", VC_ERR_UNSUPPORTED, "mtp.enable_train", NULL);
+    expect("actor_rollout_ref.model.mtp.enable=true", VC_ERR_ARG, "mtp.enable", "declares no multi-token-prediction");
     expect("actor_rollout_ref.rollout.multi_turn.tool_config_path=/nonexistent/tools.yaml", VC_ERR_IO,
            "tool_config_path", "/nonexistent/tools.yaml");
     expect("actor_rollout_ref.rollout.agent.default_agent_loop=react_agent", VC_ERR_UNSUPPORTED, "default_agent_loop",

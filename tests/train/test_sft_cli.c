@@ -267,6 +267,8 @@ int main(void) {
         { "optim.optimizer=muon", "optim.optimizer=muon is Megatron-core" },
         { "optim=megatron optim.optimizer=muon optim.muon_scale_mode=rms", "optim.muon_scale_mode=rms" },
         { "trainer.use_legacy_worker_impl=fsdp", "trainer.use_legacy_worker_impl: `fsdp` is not auto, enable or disable" },
+        { "model.mtp.enable=True", "model.mtp.enable=true: .*declares no multi-token-prediction layers" },
+        { "model.mtp.enable=True model.mtp.enable_train=True", "multi-token prediction layers are not trained" },
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         snprintf(extra, sizeof extra, "--out %s/amr %s max_steps=1", TMP, refused[i][0]);
@@ -275,6 +277,18 @@ int main(void) {
         snprintf(grep, sizeof grep, "grep -q '%s' %%2$s/log.txt%%4$s", refused[i][1]);
         CHECK_MSG(sh(grep, NULL) == 0, "%s: no line with '%s'", refused[i][0], refused[i][1]);
     }
+    /* verl's MTP parameters loaded only (MiMo's SFT example: model.mtp.enable=True): a config that declares an MTP layer
+     * trains as without it, with a notice */
+    CHECK(sh("cp -r %2$s/model %2$s/mtpmodel && sed -i 's/^{/{\"num_nextn_predict_layers\": 1,/' "
+             "%2$s/mtpmodel/config.json%4$s", NULL) == 0);
+    /* ... with MiMo's script's trainer.test_freq / save_freq=after_each_epoch (verl's sft_trainer: every epoch's steps,
+     * here 3 of 10 rows in batches of 3): validation before the first step and after steps 3 and 6, saves at both */
+    snprintf(extra, sizeof extra, "--out %s/mtp --model %s/mtpmodel model.mtp.enable=True "
+             "trainer.test_freq=after_each_epoch trainer.save_freq=after_each_epoch", TMP, TMP);
+    CHECK(sh(common, extra) == 0);
+    CHECK(sh("grep -q \"1 multi-token-prediction layer is kept\" %2$s/log.txt%4$s", NULL) == 0);
+    CHECK(sh("test $(grep -c val/loss %2$s/mtp/metrics.jsonl) = 3 && test -d %2$s/mtp/step_3 && test -d %2$s/mtp/step_6"
+             "%4$s", NULL) == 0);
     /* trainer.use_legacy_worker_impl=enable on 2 ranks: the rows dealt as verl's DistributedSampler deals them (against
      * verl's own code on 2 ranks: tools/fuzz/diff_sft_loss.py with DIFF_SFT_WORLD=2), and the splits verl's
      * fsdp_sft_trainer refuses refused */
