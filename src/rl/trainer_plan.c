@@ -201,6 +201,10 @@ static vc_status memory_plan(vc_rl_trainer *t) {
     int64_t seq = (longest < t->max_prompt ? longest : t->max_prompt) + t->max_resp;
     int64_t most = largest_micro(t->acfg.max_tokens, t->acfg.mini_rows, t->acfg.micro_rows, seq);
     vc_mem_plan pa;
+    if (t->rank == 0) /* (a minute or more on a CPU: said before it starts) */
+        vc_info("memory plan: a trial update of one %lld-token micro-batch (forward and backward) and the forward passes' "
+                "trials before the first step (VERLC_MEMORY_PLAN=0 skips them)", (long long)most);
+    double t0 = vc_now();
     vc_status st = vc_trainer_plan_rows(&t->atr, most, seq, t->max_resp, 0, NULL, &pa); /* a loss on responses */
     if (st) return vc_fail_ctx(st, "actor memory plan");
     size_t passes = 0, crit = 0, critic = 0; /* in the same arena as the actor's updates: the largest counts */
@@ -232,12 +236,13 @@ static vc_status memory_plan(vc_rl_trainer *t) {
         vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + %s %.3f%s + activations %.3f: a %lld-token "
                 "micro-batch's %.3f, the forward passes' %.3f%s) + critic %.3f GiB + reference%s%s "
                 "%.3f GiB = %.3f GiB, the steps' part in %.3f GiB %s after the rest is allocated; the rollout's KV pool "
-                "(%.0f%% of the memory free when it generates) is released before the updates",
+                "(%.0f%% of the memory free when it generates) is released before the updates; trials %.1f s",
                 GIB(pa.total), GIB(pa.weights), GIB(pa.grads), vc_adamw_name(&t->atr.opt), GIB(pa.optim), copies,
                 GIB(t->planned_act),
                 (long long)most, GIB(pa.activations), GIB(passes), crit_act, GIB(critic),
                 t->n_teacher ? ", distillation teachers" : "", t->rm ? ", reward model" : "",
-                GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available", t->kv_fraction * 100);
+                GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available", t->kv_fraction * 100,
+                vc_now() - t0);
     /* the models, gradients and AdamW states are allocated already: the steps add their activations (and the
      * bf16 weight copies, the distillation head chunk) to what is left */
     size_t more = t->planned_act + pa.copies + chunk;

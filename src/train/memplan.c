@@ -188,6 +188,9 @@ vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     vc_step_stats st;
     zero_trial_grads(t);
     vc_graph_clear_peak(t->g);
+    if (log && t->rank == 0) /* (a minute or more on a CPU: said before it starts) */
+        fprintf(log, "memory plan: a trial step of one %lld-token micro-batch (forward and backward)\n",
+                (long long)max_micro_tokens);
     if (!s) s = vc_trainer_accumulate_ex(t, &b, fn, ctx, &st, 0);
     t->cfg = saved;
     zero_trial_grads(t);
