@@ -55,11 +55,12 @@ static void test_verl_keys(void) {
     CHECK_OK(vc_sft_config_set(&e, "optim.warmup_style", "constant"));
     CHECK_OK(vc_sft_config_set(&e, "engine.dtype", "bfloat16"));
     CHECK_OK(vc_sft_config_set(&e, "model.lora_adapter_path", "/a"));
+    CHECK_OK(vc_sft_config_set(&e, "model.mtp.enable", "True")); /* (the model's MTP layers kept: checked at load) */
     CHECK(!strcmp(e.model_dir, "/m") && !strcmp(e.chat_template, "{{ y }}") && !strcmp(e.lr_scheduler, "constant") &&
-          !strcmp(e.param_dtype, "bfloat16") && e.lora_from && !strcmp(e.lora_from, "/a"));
+          !strcmp(e.param_dtype, "bfloat16") && e.lora_from && !strcmp(e.lora_from, "/a") && e.mtp_enable);
     static const char *const BAD[][3] = {
         { "engine", "veomni", "engine=veomni" }, { "optim", "muon", "optim=muon" }, { "engine.forward_only", "True", "trains" },
-        { "model.mtp.enable", "True", "multi-token" },
+        { "model.mtp.enable_train", "True", "multi-token" },
         { "optim.optimizer", "SGD", "AdamW" }, { "data.custom_cls.path", "my.py", "Python" },
         { "trainer.resume_mode", "sometimes", "auto, disable or resume_path" }, { "data.nonsense", "1", "unknown SFT key" },
     };

@@ -156,7 +156,137 @@ static float paged_softmax(float *S, int64_t n, const vc_attn_desc *d, int h, fl
     return 1.0f / sum;
 }
 
-/* query row r of sequence s for heads [h0, h0 + nh) of kv head kvh; S: nh rows of the visible keys */
+/* the dot products of 8 keys' accumulators (8 lanes each, vc_dot_fixed's lane sums) into one vector of the 8 keys'
+ * sums, each ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)) as vc_dot_fixed pairs them: the same bits */
+static inline vc_f8 hsum8x8(const vc_f8 *a) {
+    vc_f8 b[4], c[2];
+    for (int m = 0; m < 4; m++) /* [u0..u3 of key 2m, u0..u3 of key 2m + 1], u_l = a_l + a_(l+4) */
+        b[m] = __builtin_shufflevector(a[2 * m], a[2 * m + 1], 0, 1, 2, 3, 8, 9, 10, 11) +
+               __builtin_shufflevector(a[2 * m], a[2 * m + 1], 4, 5, 6, 7, 12, 13, 14, 15);
+    for (int m = 0; m < 2; m++) /* [u0 + u1, u2 + u3] of keys 4m .. 4m + 3 */
+        c[m] = __builtin_shufflevector(b[2 * m], b[2 * m + 1], 0, 2, 4, 6, 8, 10, 12, 14) +
+               __builtin_shufflevector(b[2 * m], b[2 * m + 1], 1, 3, 5, 7, 9, 11, 13, 15);
+    return __builtin_shufflevector(c[0], c[1], 0, 2, 4, 6, 8, 10, 12, 14) +
+           __builtin_shufflevector(c[0], c[1], 1, 3, 5, 7, 9, 11, 13, 15);
+}
+
+/* scores of query heads [h0, h0 + nh) against keys [j, j + nb) (nb <= 8) into S (row g at S + g n, column j - j0):
+ * each vc_dot_fixed's chain, 8 keys at a time (a key's row read once for all heads) */
+static void paged_scores(const vc_attn_desc *d, int s, int64_t qrow, const float *q0, int kvh, int h0, int nh,
+                         int64_t pos, int64_t j, int nb, int64_t j0, int64_t n, float *S, float *buf,
+                         const float *zero) {
+    const float *kr[8];
+    int hd = d->head_dim, full = hd & ~7, plain = !d->sel && d->softcap <= 0 && !d->alibi;
+    for (int kk = 0; kk < 8; kk++)
+        kr[kk] = kk < nb && selected(d, qrow, j + kk)
+                     ? kv_row(d, d->k_pages[s], d->k_stride, j + kk, (int64_t)kvh * hd, hd, buf + kk * hd)
+                     : zero;
+    for (int g = 0; g < nh; g++) {
+        const float *qh = q0 + (int64_t)(h0 + g) * hd;
+        vc_f8 acc[8];
+        for (int kk = 0; kk < 8; kk++) acc[kk] = vc_f8_splat(0.0f);
+        for (int i = 0; i < full; i += 8) {
+            vc_f8 qv = vc_f8_load(qh + i);
+            for (int kk = 0; kk < 8; kk++) acc[kk] += qv * vc_f8_load(kr[kk] + i);
+        }
+        vc_f8 sum = hsum8x8(acc);
+        if (plain && nb == 8 && full == hd) { /* (the usual case: the same arithmetic, 8 keys at once) */
+            vc_f8_store(S + g * n + j - j0, sum * d->scale);
+            continue;
+        }
+        for (int kk = 0; kk < nb; kk++) {
+            float sc = sum[kk];
+            for (int i = full; i < hd; i++) sc = fmaf(qh[i], kr[kk][i], sc); /* (vc_dot_fixed's tail, fused) */
+            if (kr[kk] == zero) {
+                S[g * n + j + kk - j0] = -INFINITY;
+                continue;
+            }
+            sc = d->scale * sc;
+            if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
+            if (d->alibi) sc += vc_alibi_bias(d, h0 + g, pos, j + kk);
+            S[g * n + j + kk - j0] = sc;
+        }
+    }
+}
+
+/* out rows (heads g0 .. g0 + HC of the run, columns c0 .. c0 + 8 DV) += p v over the keys: the accumulators in registers,
+ * each element the chain vc_axpy gives it, key by key in order, a zero weight skipped */
+#define PAGED_PV(HC, DV)                                                                                        \
+    static void paged_pv_##HC##_##DV(const vc_attn_desc *d, int s, int kvh, const float *S, int64_t n, int64_t j0, \
+                                     const float *inv, int g0, int c0, float *const *orow, float *buf) {        \
+        vc_f8 acc[HC][DV];                                                                                      \
+        for (int g = 0; g < HC; g++)                                                                            \
+            for (int v = 0; v < DV; v++) acc[g][v] = vc_f8_splat(0.0f);                                         \
+        for (int64_t j = 0; j < n; j++) {                                                                       \
+            int any = 0;                                                                                        \
+            for (int g = 0; g < HC; g++) any |= S[(g0 + g) * n + j] != 0.0f;                                    \
+            if (!any) continue;                                                                                 \
+            const float *vr = kv_row(d, d->v_pages[s], d->v_stride, j0 + j, (int64_t)kvh * d->v_head_dim + c0,  \
+                                     8 * DV, buf);                                                              \
+            vc_f8 vv[DV];                                                                                       \
+            for (int v = 0; v < DV; v++) vv[v] = vc_f8_load(vr + 8 * v);                                        \
+            for (int g = 0; g < HC; g++) {                                                                      \
+                float w = S[(g0 + g) * n + j];                                                                  \
+                if (w == 0.0f) continue;                                                                        \
+                float pj = w * inv[g0 + g];                                                                     \
+                for (int v = 0; v < DV; v++) acc[g][v] = acc[g][v] + pj * vv[v];                                \
+            }                                                                                                   \
+        }                                                                                                       \
+        for (int g = 0; g < HC; g++)                                                                            \
+            for (int v = 0; v < DV; v++) vc_f8_store(orow[g0 + g] + c0 + 8 * v, acc[g][v]);                    \
+    }
+PAGED_PV(1, 4)
+PAGED_PV(2, 4)
+PAGED_PV(3, 4)
+PAGED_PV(4, 4)
+PAGED_PV(5, 4)
+PAGED_PV(6, 4)
+PAGED_PV(1, 1)
+typedef void (*paged_pv_fn)(const vc_attn_desc *, int, int, const float *, int64_t, int64_t, const float *, int, int,
+                            float *const *, float *);
+static const paged_pv_fn PAGED_PV4[6] = { paged_pv_1_4, paged_pv_2_4, paged_pv_3_4, paged_pv_4_4, paged_pv_5_4,
+                                          paged_pv_6_4 };
+/* heads a pass: their 4 accumulators each and the 4 value vectors in registers (32 with AVX-512, 16 with AVX2) */
+#ifdef __AVX512F__
+#define PV_HEADS 6
+#else
+#define PV_HEADS 2
+#endif
+
+/* the weighted values into the run's output rows: 32 columns by up to PV_HEADS heads a pass (the run's heads spread
+ * evenly over the fewest passes), then 8 columns a head, then the columns past the last multiple of 8 one at a time
+ * (vc_axpy's tail) */
+static void paged_values(const vc_attn_desc *d, int s, int kvh, const float *S, int64_t n, int64_t j0,
+                         const float *inv, int nh, float *const *orow, float *buf) {
+    int dv = d->v_head_dim, c = 0, passes = (nh + PV_HEADS - 1) / PV_HEADS;
+    for (; c + 32 <= dv; c += 32)
+        for (int p = 0, g = 0; p < passes; p++) {
+            int hc = (nh - g) / (passes - p); /* (the passes' sizes differ by at most one) */
+            PAGED_PV4[hc - 1](d, s, kvh, S, n, j0, inv, g, c, orow, buf);
+            g += hc;
+        }
+    for (; c + 8 <= dv; c += 8)
+        for (int g = 0; g < nh; g++) paged_pv_1_1(d, s, kvh, S, n, j0, inv, g, c, orow, buf);
+    if (c == dv) return;
+    for (int64_t j = 0; j < n; j++)
+        for (int g = 0; g < nh; g++) {
+            float w = S[g * n + j];
+            if (w == 0.0f) continue;
+            const float *vr = kv_row(d, d->v_pages[s], d->v_stride, j0 + j, (int64_t)kvh * dv + c, dv - c, buf);
+            float pj = w * inv[g];
+            for (int i = 0; i < dv - c; i++) orow[g][c + i] += pj * vr[i];
+        }
+}
+
+/* the scratch of a task: 8 rows of head_dim floats (keys converted from bf16; a value row later), then a row of
+ * head_dim zeros (an unselected key's) */
+static size_t paged_buf_floats(const vc_attn_desc *d) {
+    size_t k8 = (size_t)8 * (size_t)d->head_dim;
+    return (k8 > (size_t)d->v_head_dim ? k8 : (size_t)d->v_head_dim) + (size_t)d->head_dim;
+}
+
+/* query row r of sequence s for heads [h0, h0 + nh) of kv head kvh; S: nh rows of the visible keys; buf: the task's
+ * scratch (paged_buf_floats) */
 static void paged_row(const paged_ctx *c, int s, int64_t r, int kvh, int h0, int nh, float *S, float *buf) {
     const vc_attn_desc *d = c->d;
     int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s];
@@ -165,38 +295,18 @@ static void paged_row(const paged_ctx *c, int s, int64_t r, int kvh, int h0, int
     key_range(d, kvl, pos, pos, &j0, &j1);
     int64_t n = j1 - j0;
     const float *q0 = c->q + (qa + r) * qstride;
-    for (int64_t j = j0; j < j1; j++) {
-        if (!selected(d, qa + r, j)) {
-            for (int g = 0; g < nh; g++) S[g * n + j - j0] = -INFINITY;
-            continue;
-        }
-        const float *k = kv_row(d, d->k_pages[s], d->k_stride, j, (int64_t)kvh * d->head_dim, d->head_dim, buf);
-        for (int g = 0; g < nh; g++) {
-            int h = h0 + g;
-            float sc = d->scale * vc_dot_fixed(q0 + (int64_t)h * d->head_dim, k, d->head_dim);
-            if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
-            if (d->alibi) sc += vc_alibi_bias(d, h, pos, j);
-            S[g * n + j - j0] = sc;
-        }
-    }
-    float inv[nh > 0 ? nh : 1];
+    for (int64_t j = j0; j < j1; j += 8)
+        paged_scores(d, s, qa + r, q0, kvh, h0, nh, pos, j, j1 - j < 8 ? (int)(j1 - j) : 8, j0, n, S, buf,
+                     buf + paged_buf_floats(d) - d->head_dim);
+    float inv[nh > 0 ? nh : 1], *orow[nh > 0 ? nh : 1];
     for (int g = 0; g < nh; g++) {
         float L;
         inv[g] = paged_softmax(S + g * n, n, d, h0 + g, &L);
         if (c->lse) c->lse[(qa + r) * d->n_head + h0 + g] = L;
-        float *orow = c->o + (qa + r) * ostride + (int64_t)(h0 + g) * d->v_head_dim;
-        for (int i = 0; i < d->v_head_dim; i++) orow[i] = 0;
+        orow[g] = c->o + (qa + r) * ostride + (int64_t)(h0 + g) * d->v_head_dim;
+        for (int i = 0; i < d->v_head_dim; i++) orow[g][i] = 0;
     }
-    for (int64_t j = j0; j < j1; j++) {
-        const float *v = NULL;
-        for (int g = 0; g < nh; g++) {
-            float w = S[g * n + j - j0];
-            if (w == 0.0f) continue; /* an unselected key (or one whose weight underflowed) */
-            if (!v) v = kv_row(d, d->v_pages[s], d->v_stride, j, (int64_t)kvh * d->v_head_dim, d->v_head_dim, buf);
-            float pj = w * inv[g], *orow = c->o + (qa + r) * ostride + (int64_t)(h0 + g) * d->v_head_dim;
-            vc_axpy(orow, pj, v, d->v_head_dim);
-        }
-    }
+    paged_values(d, s, kvh, S, n, j0, inv, nh, orow, buf);
 }
 
 /* task = (sequence, kv head, run of query heads) */
@@ -209,7 +319,7 @@ static void paged_task(void *p, int64_t task) {
     int nh = G - (h0 - kvh * G) < c->hg ? G - (h0 - kvh * G) : c->hg;
     int64_t ql = d->q_start[s + 1] - d->q_start[s], kvl = d->kv_len[s];
     float *S = vc_cpu_scratch((size_t)(kvl ? kvl : 1) * (size_t)nh * sizeof(float), 1, 0);
-    float *buf = vc_cpu_scratch((size_t)(d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim) * sizeof(float), 1, 0);
+    float *buf = vc_cpu_scratch(paged_buf_floats(d) * sizeof(float), 1, 1); /* (zeroed: its last row) */
     if (S && buf)
         for (int64_t r = 0; r < ql; r++) paged_row(c, s, r, kvh, h0, nh, S, buf);
     free(S);
