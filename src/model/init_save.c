@@ -156,8 +156,9 @@ static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w, vc_checkp
     vc_status st = vc_ckpt_open(m->dir, ck); /* open until the file is written: its data is referenced, not copied */
     for (int i = 0; !st && i < vc_ckpt_count(*ck); i++) {
         const vc_st_tensor *t = vc_ckpt_at(*ck, i);
-        if ((vc_arch_other_tower(m->cfg.arch, t->name) || vc_arch_mtp_tensor(&m->cfg, t->name)) &&
-            !vision_param(m, t->name))
+        int mtp = vc_arch_mtp_tensor(&m->cfg, t->name) && !m->cfg.fp8_quant && !m->cfg.ct_quant; /* (the export writes
+                                                      * plain weights without the quantization_config: not its MTP's) */
+        if ((vc_arch_other_tower(m->cfg.arch, t->name) || mtp) && !vision_param(m, t->name))
             st = vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 0);
     }
     return st;

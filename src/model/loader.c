@@ -645,7 +645,10 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
         }
         if (!why && m->vision && vc_vision_owns(m->vision, name)) why = "the vision tower's, loaded for image inputs";
         if (!why && vc_arch_mtp_tensor(c, name))
-            why = "a multi-token-prediction layer's: not used by the forward, copied through on export";
+            why = c->fp8_quant || c->ct_quant ? "a multi-token-prediction layer's: not used by the forward, left out of "
+                                                "an export (whose weights are dequantized, its quantization_config gone)"
+                                              : "a multi-token-prediction layer's: not used by the forward, copied through "
+                                                "on export";
         if (!why && vc_arch_other_tower(c->arch, name))
             why = "another tower of a multimodal checkpoint, not used by the text model";
         if (!why)

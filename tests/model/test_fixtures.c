@@ -183,8 +183,9 @@ static void kimi_k2(const char *shared_root) {
 }
 
 /* MTP layers the forward does not use are copied through on export, unchanged: MiMo's model.mtp_layers.* (verlc's
- * mimo fixture) and, written into a copy of the qwen2 fixture, a DeepSeek-V3-style layer past n_layer */
-static void mtp_copied(const char *src, const char *extra) {
+ * mimo fixture) and, written into a copy of the qwen2 fixture, a DeepSeek-V3-style layer past n_layer; but not from a
+ * quantized checkpoint (want 0: the export's weights are dequantized and its quantization_config dropped) */
+static void mtp_copied(const char *src, const char *extra, int want) {
     char dir[256], out[256], cmd[900], path[320];
     snprintf(dir, sizeof dir, "/tmp/verlc_mtp_%d", (int)getpid());
     snprintf(out, sizeof out, "%s_out", dir);
@@ -221,6 +222,10 @@ static void mtp_copied(const char *src, const char *extra) {
         if (!strstr(t->name, "mtp_layers.") && !(extra && !strcmp(t->name, extra))) continue;
         n++;
         u = vc_ckpt_find(b, t->name);
+        if (!want) {
+            CHECK_MSG(!u, "%s: the quantized checkpoint's MTP tensor %s copied into the export", src, t->name);
+            continue;
+        }
         CHECK_MSG(u && u->nbytes == t->nbytes && !memcmp(u->data, t->data, t->nbytes), "%s: MTP tensor %s %s", src,
                   t->name, u ? "changed on export" : "missing from the export");
     }
@@ -239,11 +244,13 @@ int main(void) {
     kimi_k2(root);
     char src[600];
     snprintf(src, sizeof src, "%s/qwen2", root);
-    mtp_copied(src, "model.layers.2.eh_proj.weight");
+    mtp_copied(src, "model.layers.2.eh_proj.weight", 1);
     CHECK_MSG(n >= 29, "found %d shared fixture models", n);
     int own = check_root(vc_test_model_root(1, root, sizeof root));
     snprintf(src, sizeof src, "%s/mimo", root);
-    mtp_copied(src, NULL);
+    mtp_copied(src, NULL, 1);
+    snprintf(src, sizeof src, "%s/minimax_m2_fp8", root);
+    mtp_copied(src, "model.layers.4.eh_proj.weight", 0);
     CHECK_MSG(own >= 5, "found %d of verlc's own fixture models", own);
     printf("%d shared and %d own fixture models checked\n", n, own);
     return vc_test_done();
