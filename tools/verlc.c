@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
         { "chat-template", vc_cmd_chat_template, "render a chat template for JSON messages" },
         { "algos", vc_cmd_algos, "evaluate verl's core algorithm functions from JSON" },
         { "data", vc_cmd_data, "dataset conversion (data gsm8k ..., data jsonl: Parquet rows as JSONL)" },
+        { "eval", vc_cmd_eval, "score a file of generated responses per data source (verl's main_eval)" },
         { "report", vc_cmd_report, "write an HTML report for a run directory" },
         { "tools", vc_cmd_tools, "load a multi-turn tool config (MCP servers included) and try a call" },
         { "bench", vc_cmd_bench, "benchmarks (forward, train, generate, tokenize, allreduce)" },
