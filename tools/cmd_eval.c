@@ -33,13 +33,14 @@ static int parse(int argc, char **argv, eval_args *a) {
     static const char *const KEYS[] = { "data.path", "data.response_key", "data.data_source_key",
                                         "data.reward_model_key", "custom_reward_function.path",
                                         "custom_reward_function.name" };
+    const char **field[] = { &a->path, &a->response_key, &a->source_key, &a->rm_key, &a->fn_path, &a->fn_name };
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i] + strspn(argv[i], "+"), *eq = strchr(k, '=');
         if (!eq) return fprintf(stderr, "verlc eval: '%s' is not key=value\n", argv[i]), 0;
         size_t n = (size_t)(eq - k);
         const char *v = eq + 1, **slot = NULL;
         for (size_t j = 0; j < sizeof KEYS / sizeof *KEYS; j++)
-            if (strlen(KEYS[j]) == n && !strncmp(k, KEYS[j], n)) slot = (const char **)a + j;
+            if (strlen(KEYS[j]) == n && !strncmp(k, KEYS[j], n)) slot = field[j];
         if (slot) *slot = strcmp(v, "null") ? v : NULL;
         else if (!(n == 15 && !strncmp(k, "data.prompt_key", 15)) && strncmp(k, "ray_kwargs.", 11) && strncmp(k, "data.use_shm", 12))
             return fprintf(stderr, "verlc eval: unknown key '%.*s' (verl's evaluation.yaml has data.path, "
