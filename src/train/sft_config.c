@@ -462,12 +462,19 @@ static int value_in(const char *v, const char *list) {
 }
 
 /* 1 when key is one of VERL_KEYS (*st set), else 0 */
+/* whether KEYS names key itself */
+static int own_key(const char *key) {
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (!strcmp(key, KEYS[i].name)) return 1;
+    return 0;
+}
+
 static int verl_key_set(const char *key, const char *v, vc_status *st) {
     for (size_t i = 0; i < sizeof VERL_KEYS / sizeof VERL_KEYS[0]; i++) {
         const verl_key *k = &VERL_KEYS[i];
         size_t n = strlen(k->name);
-        int match = k->name[n - 1] == '*' ? !strncmp(key, k->name, n - 1) : !strcmp(key, k->name);
-        if (!match) continue;
+        int wild = k->name[n - 1] == '*', match = wild ? !strncmp(key, k->name, n - 1) : !strcmp(key, k->name);
+        if (!match || (wild && own_key(key))) continue; /* (a key of its own under a group taken whole: model.mtp.enable) */
         *st = VC_OK;
         if (value_in(v, k->ok)) return 1;
         if (!strncmp(k->why, "note: ", 6)) vc_info("verlc sft: note: %s=%s: %s", key, v, k->why + 6);
@@ -596,8 +603,7 @@ vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value
         *(strstr(key, "test") ? &c->test_freq : &c->save_freq) = VC_SFT_EACH_EPOCH;
         return VC_OK;
     }
-    int own = !strcmp(key, "model.mtp.enable"); /* (a key of its own under the model.mtp.* the table takes) */
-    if (!own && verl_key_set(key, value, &st)) return st;
+    if (verl_key_set(key, value, &st)) return st;
     for (size_t i = 0; i < N_KEYS; i++)
         if (!strcmp(key, KEYS[i].name) || !strcmp(key, KEYS[i].alias)) return set_key(c, &KEYS[i], key, value);
     return vc_fail(VC_ERR_ARG, "unknown SFT key '%s' (see verlc sft --help)", key);

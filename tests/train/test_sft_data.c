@@ -56,6 +56,9 @@ static void test_verl_keys(void) {
     CHECK_OK(vc_sft_config_set(&e, "engine.dtype", "bfloat16"));
     CHECK_OK(vc_sft_config_set(&e, "model.lora_adapter_path", "/a"));
     CHECK_OK(vc_sft_config_set(&e, "model.mtp.enable", "True")); /* (the model's MTP layers kept: checked at load) */
+    /* keys of their own under a group the verl table takes whole (model.fsdp_config.*) are read, not passed over */
+    CHECK_OK(vc_sft_config_set(&e, "model.fsdp_config.mixed_precision.reduce_dtype", "bf16"));
+    CHECK(e.reduce_dtype && !strcmp(e.reduce_dtype, "bf16"));
     CHECK(!strcmp(e.model_dir, "/m") && !strcmp(e.chat_template, "{{ y }}") && !strcmp(e.lr_scheduler, "constant") &&
           !strcmp(e.param_dtype, "bfloat16") && e.lora_from && !strcmp(e.lora_from, "/a") && e.mtp_enable);
     static const char *const BAD[][3] = {
