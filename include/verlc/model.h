@@ -7,6 +7,7 @@
 #include "verlc/tensor.h"
 
 #define VC_MAX_LAYERS 1024
+#define VC_MTP_MAX 8 /* trained multi-token-prediction layers at most */
 #define VC_MAX_EOS 8
 
 enum vc_norm_kind { VC_NORM_RMS, VC_NORM_LAYER };
@@ -24,6 +25,8 @@ typedef struct vc_model_config {
     const struct vc_arch *arch;   /* descriptor (src/model/arch.c) */
     vc_dtype dtype;               /* checkpoint dtype */
     int64_t vocab, hidden, n_layer, n_head, n_kv_head, head_dim, inter;
+    int n_mtp;                    /* trained multi-token-prediction layers (vc_model_load_mtp): rows n_layer + 1 .. of
+                                   * the model's slots, after the globals' row; 0: none (the checkpoint's are ignored) */
     int64_t max_pos;
     float norm_eps;
     int norm_kind;                /* vc_norm_kind */
@@ -218,6 +221,11 @@ typedef struct vc_model vc_model;
  * memory on a GPU: see include/verlc/device.h); each tensor is converted on the host and uploaded. The
  * model keeps that backend and frees its memory with it. */
 vc_status vc_model_load(const char *dir, vc_model **out);
+/* vc_model_load with the checkpoint's multi-token-prediction layers as trained parameters (verl's
+ * model.mtp.enable_train): each a decoder layer of the last layer's kind behind its own norms and projection, run by
+ * the forward where the batch asks for their hidden states (vc_batch.mtp_out). An error naming the model where its
+ * config declares none or verlc cannot train its family's (MiMo's are built) */
+vc_status vc_model_load_mtp(const char *dir, vc_model **out);
 /* A model with random weights for a config.json (std 0.02 normal, norms 1), seeded. */
 vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model **out);
 void vc_model_free(vc_model *m);
@@ -349,6 +357,12 @@ typedef struct vc_batch {
     /* optional [n_seq] (NULL: whole sequences), with images: the leading tokens of each sequence whose image tokens
      * stand for images (its prompt's; an image token after them, one the model generated, is a token like any other) */
     const int64_t *image_span;
+    /* optional (NULL: none), a model with trained MTP layers (vc_model_load_mtp), with a tape, without a cache or
+     * shared prefixes: the forward writes MTP depth k's final hidden states [T, H] into mtp_out[k], k < n_mtp;
+     * position t's of depth k predicts token t + k + 2 of its sequence (vc_model_mtp_logprobs). mtp_detach (verl's
+     * detach_encoder): no gradient from them into the token embeddings or the hidden states each depth reads */
+    vc_tensor **mtp_out;
+    int mtp_detach;
 } vc_batch;
 enum { VC_ROUTE_NONE, VC_ROUTE_RECORD, VC_ROUTE_REPLAY };
 
@@ -431,6 +445,10 @@ vc_status vc_model_logprobs_ex(vc_model *m, vc_graph *g, vc_tensor *hidden, cons
 vc_status vc_model_logprobs_rows(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, float temperature,
                                  const uint8_t *need, vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq);
 /* Recompute each decoder layer in backward instead of keeping its activations. */
+/* log p(target[t]) of MTP hidden states (vc_batch.mtp_out) through the LM head without gradient into its weights (as
+ * verl's MTP loss detaches the output layer), rows where need[t] (NULL: all); temperature 1 */
+vc_status vc_model_mtp_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, const uint8_t *need,
+                                vc_tensor **logp);
 void vc_model_set_checkpointing(vc_model *m, int on);
 
 /* ---- sharded layer weights (ZeRO-3, src/train/dp_zero3.c) ----

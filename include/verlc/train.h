@@ -113,6 +113,12 @@ typedef struct vc_trainer_config {
                               * by the rank's micro-batches and averaged over the ranks (global mode only) */
     int micro_norm_dp_tokens;/* with micro_norm: the token count pooled over the ranks' i-th micro-batches (its
                               * data.balance_dp_token) */
+    /* a model with trained MTP layers (vc_model_load_mtp; verl's model.mtp.enable_train): the loss gains mtp_scale
+     * (mtp_loss_scaling_factor) / n_mtp times each depth's mean cross-entropy over the mini-batch's masked targets of
+     * it (depth k at position t: token t + k + 2 of the sequence, under that token's mask), through an LM head whose
+     * weights it does not train; mtp_detach: verl's detach_encoder (only the MTP layers learn from it) */
+    double mtp_scale;
+    int mtp_detach;
 } vc_trainer_config;
 
 /* ---- data parallelism ------------------------------------------------------------------------------
@@ -169,6 +175,8 @@ typedef struct vc_step_stats {
      * backward ended, so the communication thread could reduce them during it (overlap_grad_reduce; 0 otherwise) */
     int n_buckets, n_buckets_early;
     int64_t n_gathers;       /* ZeRO-3: decoder layers gathered in this step (forward and backward) */
+    int n_mtp;               /* trained MTP layers: mtp_loss[k] depth k's mean cross-entropy (verl's mtp_losses) */
+    double mtp_loss[VC_MTP_MAX];
 } vc_step_stats;
 
 typedef struct vc_trainer {

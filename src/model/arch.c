@@ -27,6 +27,13 @@ static const vc_tensor_rule HF_ATTN[] = {
     { L "self_attn.rotary_emb.inv_freq", 0, VC_TR_IGNORE },
     { 0 } };
 
+/* MiMo's multi-token-prediction layer's own tensors (its decoder layer's are Qwen2's), on a trained MTP row: the
+ * layer names are the rows', turned into model.mtp_layers.K.* by vc_arch_row_name */
+static const vc_tensor_rule MIMO_MTP[] = {
+    { L "token_layernorm.weight", VC_W_MTP_ENORM }, { L "hidden_layernorm.weight", VC_W_MTP_HNORM },
+    { L "input_proj.weight", VC_W_MTP_PROJ }, { L "final_layernorm.weight", VC_W_MTP_NORM },
+    { 0 } };
+
 static const vc_tensor_rule HF_MLP[] = {
     { L "mlp.gate_proj.weight", VC_W_GATE }, { L "mlp.up_proj.weight", VC_W_UP },
     { L "mlp.down_proj.weight", VC_W_DOWN },
@@ -824,7 +831,8 @@ static const vc_arch ARCHS[] = {
     { "dbrx", "dbrx", T(DBRX) },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo (MiMo-7B): Qwen2's layout; its multi-token-prediction layers (model.mtp_layers.*) are not used */
-    { "mimo", "mimo", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), NULL, "model.mtp_layers." },
+    { "mimo", "mimo", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, MIMO_MTP), NULL, "model.mtp_layers.", NULL, NULL, 0, 0,
+      "model.mtp_layers.%d.", 1 },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
     { "minicpm3", "minicpm3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP) },
@@ -991,6 +999,7 @@ void vc_arch_param_path(const vc_arch *a, int slot, char *buf, size_t cap) {
 }
 
 int vc_arch_mtp_tensor(const vc_model_config *c, const char *name) {
+    if (c->n_mtp) return 0; /* trained: the model's own parameters */
     if (!strncmp(name, "model.layers.", 13) && atoi(name + 13) >= c->n_layer) return 1;
     for (const char *p = c->arch->ignore_prefixes; p && *p;) {
         size_t k = strcspn(p, " ");
@@ -1001,6 +1010,18 @@ int vc_arch_mtp_tensor(const vc_model_config *c, const char *name) {
         while (*p == ' ') p++;
     }
     return 0;
+}
+
+const char *vc_arch_row_name(const vc_model_config *c, int row, const char *name, char *buf, size_t cap) {
+    char at[32];
+    snprintf(at, sizeof at, "layers.%d.", row);
+    const char *p = row > c->n_layer && c->arch->mtp_prefix ? strstr(name, at) : NULL;
+    if (!p) return name;
+    const char *start = p - name >= 6 && !strncmp(p - 6, "model.", 6) ? p - 6 : p; /* the prefix names model. itself */
+    char pre[96];
+    snprintf(pre, sizeof pre, c->arch->mtp_prefix, row - (int)c->n_layer - 1);
+    snprintf(buf, cap, "%.*s%s%s", (int)(start - name), name, pre, p + strlen(at));
+    return buf;
 }
 
 int vc_arch_other_tower(const vc_arch *a, const char *name) {
@@ -1044,7 +1065,8 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_PLE_MODEL_PROJ] = "ple_model_proj", [VC_W_PLE_PROJ_NORM] = "ple_proj_norm", [VC_W_POS_EMBD] = "pos_embd", [VC_W_EMB_NORM] = "emb_norm", [VC_W_EMB_NORM_B] = "emb_norm.bias",
     [VC_W_IDX_WQ] = "indexer.wq_b", [VC_W_IDX_WK] = "indexer.wk", [VC_W_IDX_KNORM] = "indexer.k_norm",
     [VC_W_IDX_KNORM_B] = "indexer.k_norm.bias", [VC_W_IDX_WPROJ] = "indexer.weights_proj", [VC_W_PROJ_IN] = "project_in",
-    [VC_W_PROJ_OUT] = "project_out",
+    [VC_W_PROJ_OUT] = "project_out", [VC_W_MTP_ENORM] = "mtp.enorm", [VC_W_MTP_HNORM] = "mtp.hnorm",
+    [VC_W_MTP_PROJ] = "mtp.proj", [VC_W_MTP_NORM] = "mtp.final_norm",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -1391,13 +1413,23 @@ static int ple_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
     return SLOT_NEXT;
 }
 
+/* a trained multi-token-prediction row's own slots (rows past the globals' row n_layer) */
+static int mtp_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    int mtp = x->layer > x->c->n_layer;
+    switch (slot) {
+    case VC_W_MTP_ENORM: case VC_W_MTP_HNORM: case VC_W_MTP_NORM: return mtp ? set(s, x->H, 0, 0) : 0;
+    case VC_W_MTP_PROJ: return mtp ? set(s, x->H, 2 * x->H, 0) : 0;
+    }
+    return SLOT_NEXT;
+}
+
 typedef int slot_fn(const slot_ctx *x, int slot, int64_t *s, int *optional);
 
 int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int *optional) {
     /* a linear layer's own kind first: Mamba's and lightning attention's slots are theirs alone, Kimi Delta
      * Attention's partly Gated DeltaNet's; the others each own a disjoint set of slots */
     static slot_fn *const BY_CONCERN[] = { lin_kind_slot, linear_slot, global_slot, norm_slot, attention_slot,
-                                           mla_slot, mlp_slot, moe_slot, ple_slot };
+                                           mla_slot, mlp_slot, moe_slot, ple_slot, mtp_slot };
     slot_ctx x = slot_ctx_of(c, layer);
     *optional = 0;
     if (slot_absent(&x, slot)) return 0;

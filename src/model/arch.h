@@ -51,8 +51,16 @@ enum vc_slot {
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_PROJ_IN, VC_W_PROJ_OUT, /* global: OPT-350m's [hidden, emb_dim] after the embeddings, [emb_dim, hidden] before
                                   * the LM head */
+    /* a trained multi-token-prediction row's own (vc_config_mtp_rows): the norms of the token embeddings (enorm) and
+     * of the previous depth's hidden states (hnorm) [H], their projection [H, 2H] and the row's final norm [H] */
+    VC_W_MTP_ENORM, VC_W_MTP_HNORM, VC_W_MTP_PROJ, VC_W_MTP_NORM,
     VC_W_COUNT
 };
+
+/* the rows of a model's slots: its layers, the globals' row n_layer, then its trained MTP rows (vc_config_mtp_rows) */
+static inline int vc_cfg_rows(const vc_model_config *c) { return (int)c->n_layer + 1 + c->n_mtp; }
+/* the layer row after l (-1: the globals), past the globals' own row n_layer; vc_cfg_rows(c) or more after the last */
+static inline int vc_row_next(const vc_model_config *c, int l) { return l + 1 == c->n_layer ? (int)c->n_layer + 1 : l + 1; }
 
 /* a bit per slot (LoRA targets, module names) */
 __extension__ typedef unsigned __int128 vc_slot_mask;
@@ -120,6 +128,11 @@ typedef struct vc_arch {
     /* 1: only remote code loads its checkpoints, whose experts are one module each: `verlc init` writes them so
      * (transformers 5's fused expert tensors otherwise) */
     int expert_modules;
+    /* multi-token-prediction layers verlc can train (vc_config_mtp_rows): the checkpoint's prefix of depth k's tensors
+     * ("model.mtp_layers.%d."; NULL: none trainable) and whether the projection's input is [hidden, embedding]
+     * (MiMo's input_proj) rather than Megatron's and DeepSeek's [embedding, hidden] */
+    const char *mtp_prefix;
+    int mtp_hidden_first;
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);
@@ -138,6 +151,9 @@ int vc_arch_other_tower(const vc_arch *a, const char *name);
  * the decoder's n_layer, or under an ignored prefix naming mtp: MiMo's model.mtp_layers.*, Qwen3-Next's mtp.*): the
  * forward does not use them, the export copies them through */
 int vc_arch_mtp_tensor(const vc_model_config *c, const char *name);
+/* a rule's name formatted for row `row` of a model with trained MTP rows: where row is one of them (past the globals'
+ * row n_layer), the checkpoint's name of it in buf ("model.layers.3.x" -> "model.mtp_layers.0.x"), else name itself */
+const char *vc_arch_row_name(const vc_model_config *c, int row, const char *name, char *buf, size_t cap);
 const char *vc_slot_name(int slot);
 int vc_slot_is_global(int slot);
 /* a bias or a norm's bias: zero at random init; no weight decay even when it is stacked per expert (2-D) */

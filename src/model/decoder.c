@@ -144,6 +144,10 @@ static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_sl
 
 /* a norm whose output several GEMMs read (q, k and v; gate and up): an RMSNorm holds it for them, rounded to bf16 by
  * its own kernel (vc_op_rmsnorm_held); the caller releases it (vc_op_hold(h, 0)) after them */
+vc_tensor *vc_dec_norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
+    return norm(f, x, layer, w_slot, b_slot);
+}
+
 static vc_tensor *norm_held(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
     const vc_model_config *c = &f->m->cfg;
     if (!x || c->norm_kind == VC_NORM_LAYER) return norm(f, x, layer, w_slot, b_slot);
@@ -1052,7 +1056,7 @@ static vc_tensor *layer_out(fwd_ctx *f, int l, vc_tensor *x, vc_tensor *mo) {
     return into;
 }
 
-static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
+vc_tensor *vc_dec_layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     const vc_model_config *c = &f->m->cfg;
     vc_status hs = f->m->layer_hook ? f->m->layer_hook(f->m->layer_hook_ctx, l) : VC_OK; /* ZeRO-3: gather */
     if (hs) {
@@ -1201,7 +1205,7 @@ static void ckpt_bw(vc_graph *g, vc_node *n) {
     fwd_ctx f = s->f;
     f.g = sub;
     s->sub = sub;
-    vc_tensor *y = ckpt_in(sub, n, s, &f, keep, ple) ? NULL : layer_forward(&f, s->layer, x);
+    vc_tensor *y = ckpt_in(sub, n, s, &f, keep, ple) ? NULL : vc_dec_layer_forward(&f, s->layer, x);
     float *gy = y ? vc_tensor_grad(sub, y) : NULL;
     if (gy) {
         vc_be()->d2d(gy, n->out->grad, (size_t)y->n * sizeof(float));
@@ -1217,7 +1221,7 @@ static void ckpt_bw(vc_graph *g, vc_node *n) {
 
 static vc_tensor *layer_checkpointed(fwd_ctx *f, int l, vc_tensor *x) {
     vc_graph_set_grad(f->g, 0);
-    vc_tensor *y = layer_forward(f, l, x);
+    vc_tensor *y = vc_dec_layer_forward(f, l, x);
     vc_graph_set_grad(f->g, 1);
     if (!y) return NULL;
     /* with LoRA the frozen base leaves the residual stream without gradient, yet the layer's adapters
@@ -1634,17 +1638,18 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
                 vc_tensor *dst = buf[(l + 1) & 1];
                 f.into = dst; /* the layer's last sum written there (no copy) where it can */
                 f.into_h = buf[2];
-                vc_tensor *y = deepstack(&f, l, layer_forward(&f, l, x));
+                vc_tensor *y = deepstack(&f, l, vc_dec_layer_forward(&f, l, x));
                 f.into = f.into_h = NULL;
                 if (y && y->data != dst->data) vc_be()->d2d(dst->data, y->data, (size_t)y->n * sizeof(float));
                 vc_graph_rewind(g, mk);
                 x = y ? dst : NULL;
-            } else x = deepstack(&f, l, ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x));
+            } else x = deepstack(&f, l, ckpt ? layer_checkpointed(&f, l, x) : vc_dec_layer_forward(&f, l, x));
         }
         if (f.pre_h) vc_op_hold(f.pre_h, 0); /* a layer's norm the next one never read (it failed) */
         f.pre_h = NULL;
         if (!c->no_final_norm) x = norm(&f, x, -1, VC_W_OUT_NORM, VC_W_OUT_NORM_B);
         if (c->emb_dim && x) x = vc_op_linear(g, x, vc_w(m, -1, VC_W_PROJ_OUT), NULL); /* OPT-350m's project_out */
+        if (x && b->mtp_out && vc_mtp_forward(&f, x)) x = NULL; /* (training the MTP layers: their hidden states) */
     }
     if (cache) {
         vc_graph_set_grad(g, grad);
@@ -1655,8 +1660,12 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     return x;
 }
 
+/* a tensor's values without a gradient into it (the LM head of an MTP loss) */
+static vc_tensor *detached(vc_graph *g, vc_tensor *w) { return w ? vc_tensor_wrap(g, w->data, w->ndim, w->shape) : NULL; }
+
 static vc_tensor *head_weight(vc_model *m, vc_graph *g) {
     vc_tensor *W = m->cfg.tied ? vc_w(m, -1, VC_W_TOK_EMBD) : vc_w(m, -1, VC_W_LM_HEAD);
+    if (m->head_detach) W = detached(g, W);
     return m->cfg.norm_head ? vc_op_row_normalize(g, W) : W;
 }
 
@@ -1705,7 +1714,8 @@ vc_status vc_model_logprobs_ex(vc_model *m, vc_graph *g, vc_tensor *hidden, cons
     if (no_lm_head(m, g)) return VC_ERR_UNSUPPORTED;
     float ld = m->cfg.logit_divisor; /* Granite's logits_scaling divides as the temperature does */
     if (ld > 0) temperature = (temperature > 0 ? temperature : 1.0f) * ld;
-    return vc_op_lm_head(g, hidden, head_weight(m, g), vc_w(m, -1, VC_W_LM_HEAD_B), target,
+    vc_tensor *hb = vc_w(m, -1, VC_W_LM_HEAD_B);
+    return vc_op_lm_head(g, hidden, head_weight(m, g), m->head_detach ? detached(g, hb) : hb, target,
                          m->cfg.final_softcap, temperature, logp, entropy, sum_pi_sq);
 }
 

@@ -101,6 +101,11 @@ static inline float *pool_at(const vc_kv_pages *kv, size_t elems) {
 
 /* DeepSeek Sparse Attention (dsa.c): layer l's selection from its normed input h and q latent into f->dsa_sel[l] and
  * f->sel; with a cache, its indexer keys appended to the layer's rows */
+/* the decoder's norm of x by (layer, w_slot, b_slot) and its layer l (a row: an MTP row past n_layer too) */
+vc_tensor *vc_dec_norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot);
+vc_tensor *vc_dec_layer_forward(fwd_ctx *f, int l, vc_tensor *x);
+/* the trained MTP rows over the forward's final hidden states h into f->b->mtp_out (mtp.c); nonzero: failed */
+vc_status vc_mtp_forward(fwd_ctx *f, vc_tensor *h);
 vc_status vc_dsa_layer(fwd_ctx *f, int l, vc_tensor *h, vc_tensor *qlat);
 /* before the layers run: the sequences' key counts, the selections' width and their table */
 vc_status vc_dsa_setup(fwd_ctx *f, int no_tape);

@@ -149,6 +149,13 @@ static int vision_param(const vc_model *m, const char *name) {
     return 0;
 }
 
+/* 1 when `name` is one of the model's sources (written from its parameters: trained MTP layers under an ignored prefix) */
+static int own_source(const vc_model *m, const char *name) {
+    for (int i = 0; m->cfg.n_mtp && i < m->n_src; i++)
+        if (!strcmp(m->src[i].name, name)) return 1;
+    return 0;
+}
+
 /* the source checkpoint's tensors of other towers (a multimodal model's vision tower verlc does not build) and its
  * multi-token-prediction layers, as they were, so the export loads as the same kind of model */
 static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w, vc_checkpoint **ck) {
@@ -158,7 +165,7 @@ static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w, vc_checkp
         const vc_st_tensor *t = vc_ckpt_at(*ck, i);
         int mtp = vc_arch_mtp_tensor(&m->cfg, t->name) && !m->cfg.fp8_quant && !m->cfg.ct_quant; /* (the export writes
                                                       * plain weights without the quantization_config: not its MTP's) */
-        if ((vc_arch_other_tower(m->cfg.arch, t->name) || mtp) && !vision_param(m, t->name))
+        if ((vc_arch_other_tower(m->cfg.arch, t->name) || mtp) && !vision_param(m, t->name) && !own_source(m, t->name))
             st = vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 0);
     }
     return st;

@@ -319,7 +319,7 @@ static vc_status visit_rules(const vc_model_config *c, visit_fn fn, void *ctx) {
         for (const vc_tensor_rule *r = *t; r->name; r++) {
             if (r->transform == VC_TR_IGNORE) continue;
             int ph = n_placeholders(r->name);
-            for (int l = ph ? 0 : -1; l < (ph ? (int)c->n_layer : 0); l++) {
+            for (int l = ph ? 0 : -1; l < (ph ? vc_cfg_rows(c) : 0); l = vc_row_next(c, l)) {
                 int64_t sh[4], rows = 0;
                 int opt, ok = 1, ids[VC_RULE_PARTS], np = vc_rule_slots(r, ids);
                 for (int i = 0; i < np; i++) {
@@ -330,8 +330,10 @@ static vc_status visit_rules(const vc_model_config *c, visit_fn fn, void *ctx) {
                 /* a tensor per row block of a stacked slot: per expert, or (StableLM 2 12B's norms) per head */
                 int ne = ph == 2 ? (int)rows : 1;
                 for (int e = 0; e < ne; e++) {
-                    snprintf(name, sizeof name, r->name, l, e);
-                    vc_status st = fn(ctx, r, l, ph == 2 ? e : -1, name);
+                    char row[256];
+                    snprintf(row, sizeof row, r->name, l, e);
+                    /* (an MTP row's tensor under the checkpoint's name) */
+                    vc_status st = fn(ctx, r, l, ph == 2 ? e : -1, vc_arch_row_name(c, l, row, name, sizeof name));
                     if (st) return st;
                 }
             }
@@ -519,7 +521,7 @@ static vc_status vision_params(vc_model *m, int pass, int64_t *off) {
 
 static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckpt_floats) {
     const vc_model_config *c = &m->cfg;
-    size_t n_slots = (size_t)(c->n_layer + 1) * VC_W_COUNT;
+    size_t n_slots = (size_t)vc_cfg_rows(c) * VC_W_COUNT;
     m->slots = vc_calloc(n_slots, sizeof *m->slots);
     m->params = vc_calloc(n_slots + (size_t)(m->vision ? vc_vision_count(m->vision) : 0), sizeof *m->params);
     if (!m->slots || !m->params) return VC_ERR_NOMEM;
@@ -527,7 +529,7 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckp
     for (int pass = 0; pass < 2; pass++) {
         int64_t off = 0;
         m->n_params = 0;
-        for (int l = -1; l < c->n_layer; l++)
+        for (int l = -1; l < vc_cfg_rows(c); l = vc_row_next(c, l))
             for (int s = 1; s < VC_W_COUNT; s++) {
                 if (vc_slot_is_global(s) != (l < 0)) continue;
                 int64_t sh[4];
@@ -585,7 +587,7 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckp
 
 static vc_status check_provided(vc_model *m, const uint8_t *present) {
     const vc_model_config *c = &m->cfg;
-    for (int l = -1; l < c->n_layer; l++)
+    for (int l = -1; l < vc_cfg_rows(c); l = vc_row_next(c, l))
         for (int s = 1; s < VC_W_COUNT; s++) {
             if (vc_slot_is_global(s) != (l < 0)) continue;
             int64_t sh[4];
@@ -824,7 +826,7 @@ static int64_t claimed_floats(const vc_checkpoint *ck, const uint8_t *claimed) {
     return n;
 }
 
-static vc_status vc_model_load_at(const char *dir, vc_model **out) {
+static vc_status vc_model_load_at(const char *dir, int mtp, vc_model **out) {
     *out = NULL;
     vc_model *m = vc_calloc(1, sizeof *m);
     load_ctx x = { .m = m };
@@ -836,9 +838,10 @@ static vc_status vc_model_load_at(const char *dir, vc_model **out) {
         st = cp ? vc_read_file(cp, &m->config_text, NULL) : VC_ERR_NOMEM;
         free(cp);
     }
+    if (st == VC_OK && mtp) st = vc_config_mtp_rows(&m->cfg, vc_model_mtp_layers(m), dir);
     if (st == VC_OK) st = vc_ckpt_open(dir, &x.ck);
     if (st) goto out;
-    size_t n_slots = (size_t)(m->cfg.n_layer + 1) * VC_W_COUNT;
+    size_t n_slots = (size_t)vc_cfg_rows(&m->cfg) * VC_W_COUNT;
     x.claimed = vc_calloc((size_t)vc_ckpt_count(x.ck) + 1, 1);
     x.present = vc_calloc(n_slots, 1);
     if (!x.claimed || !x.present) { st = VC_ERR_NOMEM; goto out; }
@@ -859,14 +862,16 @@ out:
 }
 
 /* a local directory, or a Hugging Face Hub id found in the local cache (vc_hf_resolve) */
-vc_status vc_model_load(const char *dir, vc_model **out) {
+vc_status vc_model_load_opt(const char *dir, int mtp, vc_model **out) {
     char *path = NULL;
     *out = NULL;
     vc_status st = vc_hf_resolve(dir, &path);
-    if (!st) st = vc_model_load_at(path, out);
+    if (!st) st = vc_model_load_at(path, mtp, out);
     free(path);
     return st;
 }
+
+vc_status vc_model_load(const char *dir, vc_model **out) { return vc_model_load_opt(dir, 0, out); }
 
 /* an image-text config's text tensors as transformers 5 writes them: the last of the architecture's nested prefixes
  * for the rule's (model.* under model.language_model.*, Llama 4's under language_model.model.*); a text config's as
@@ -923,7 +928,7 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
 }
 
 vc_status vc_model_synthesize_sources(vc_model *m) {
-    synth_ctx x = { m, vc_calloc((size_t)(m->cfg.n_layer + 1) * VC_W_COUNT, 1), 0 };
+    synth_ctx x = { m, vc_calloc((size_t)vc_cfg_rows(&m->cfg) * VC_W_COUNT, 1), 0 };
     if (!x.done) return VC_ERR_NOMEM;
     vc_status st = visit_rules(&m->cfg, visit_synth, &x);
     x.pass = 1; /* then per-expert tensors where an architecture has no fused ones */

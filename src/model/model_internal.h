@@ -155,6 +155,7 @@ struct vc_model {
     char *config_text;   /* config.json as read, for export */
     vc_lora *lora;       /* NULL: none; else the base weights are frozen (no gradient storage) */
     struct vc_vision *vision; /* the image-text checkpoint's vision tower once loaded (vc_model_load_vision), else NULL */
+    int head_detach;     /* the LM head's weights read without a gradient into them (vc_model_mtp_logprobs) */
 };
 
 /* xIELU's beta and eps (Apertus): the values transformers' kernel takes; a checkpoint's buffers must hold them */
@@ -189,4 +190,9 @@ vc_status vc_model_synthesize_sources(vc_model *m);
  * experts beside the hub's per-expert ones), with the model's slots for it: *tmp a source of it; 0 if none */
 int vc_rule_for_name(const vc_model *m, const char *name, vc_source *tmp);
 vc_status vc_model_alloc_from_config(vc_model *m, uint8_t *optional_present);
+/* the config's n MTP layers as rows n_layer + 1 .. n_layer + n, each configured as its last decoder layer (mtp.c):
+ * an error naming dir where verlc cannot train that family's */
+vc_status vc_config_mtp_rows(vc_model_config *c, int n, const char *dir);
+/* vc_model_load's body: mtp > 0 loads the MTP layers as trained rows (vc_model_load_mtp) */
+vc_status vc_model_load_opt(const char *dir, int mtp, vc_model **out);
 #endif

@@ -229,6 +229,11 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
     t->sched_pos = -1;
     if (cfg->micro_norm && cfg->local_batch)
         return vc_fail(VC_ERR_ARG, "trainer: per-micro-batch normalisation needs the global batch (local_batch 0)");
+    if (vc_model_cfg(m)->n_mtp && (cfg->share_prefix || cfg->loss_on_hidden || vc_model_has_lora(m) ||
+                                   (cfg->comm && cfg->sharding == VC_SHARD_ZERO3)))
+        return vc_fail(VC_ERR_UNSUPPORTED, "trainer: training multi-token-prediction layers with %s is not built",
+                       cfg->share_prefix ? "shared prompt prefixes (use_prefix_grouper)" : cfg->loss_on_hidden
+                       ? "a loss on the hidden states (a critic)" : vc_model_has_lora(m) ? "LoRA" : "ZeRO-3");
     float *hold = NULL;
     vc_status st = enable_grads(m, cfg, &hold);
     if (st) return st;
@@ -313,6 +318,10 @@ typedef struct mb_buf {
     int64_t saved; /* the last forward's positions not computed (shared prefixes) */
     const int32_t *route; /* the mini-batch's recorded experts (vc_minibatch.route), or NULL */
     const vc_minibatch *b; /* the mini-batch (its images) */
+    /* trained MTP layers: the mini-batch's targets of each depth, the forward's hidden states of each, and the last
+     * micro-batch's share of each depth's mean cross-entropy */
+    double mtp_n[VC_MTP_MAX], mtp_val[VC_MTP_MAX];
+    vc_tensor *mtp_h[VC_MTP_MAX];
 } mb_buf;
 
 static void mb_free(mb_buf *m) {
@@ -437,6 +446,10 @@ static vc_status forward_shared(vc_trainer *t, mb_buf *m, vc_tensor **h, vc_tens
     if (fb) *fb = sh.b;
     if (fb && any) fb->images = imgs.images, fb->image_span = imgs.image_span;
     if (fb && m->route) st = replay_routes(t, m, &sh, fb);
+    if (fb && vc_model_cfg(t->model)->n_mtp && vc_graph_grad_enabled(g)) { /* (their loss: mb_run) */
+        fb->mtp_out = m->mtp_h;
+        fb->mtp_detach = t->cfg.mtp_detach;
+    }
     if (!st && !(*h = vc_model_forward(t->model, g, fb, NULL)))
         st = vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     /* the LM head skips each sequence's leading positions whose targets carry no loss (a prompt's) */
@@ -476,6 +489,8 @@ static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx
     if (!st) st = vc_tensor_read(L, &lv);
     if (st) return st;
     *loss = lv;
+    if (vc_model_cfg(t->model)->n_mtp && grad && (st = vc_mtp_loss(t, g, mb, m->mtp_h, m->mtp_n, &L, m->mtp_val)))
+        return st;
     /* scale-out hook: the last micro-batch's gradient buckets are reduced while backward runs; ZeRO-2:
      * every micro-batch's, into the shard, chunk by chunk as backward finishes them (dp_zero2.c) */
     int overlap = grad && t->dp && t->dp->armed, z2 = grad && t->dp && t->dp->zero2;
@@ -569,6 +584,9 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     else vc_train_loss_norm(b, t->cfg.loss_scale_factor, &norm);
     if (use_dp && t->dp && t->cfg.local_batch && (st = vc_dp_reduce_norm(t, &norm, t->cfg.loss_scale_factor > 0)))
         goto out_p;
+    int n_mtp = stats->n_mtp = vc_model_cfg(t->model)->n_mtp;
+    double mtp_n[VC_MTP_MAX] = { 0 };
+    if (n_mtp && (st = vc_mtp_counts(t, b, use_dp, mtp_n))) goto out_p;
     int z3 = t->dp && t->dp->zero3; /* (zero3_equal makes the counts equal itself, or fails) */
     if (!z3 && use_dp && t->dp && t->cfg.local_batch && t->cfg.max_tokens > 0 &&
         (st = same_micro_count(t, b, empty, &p)))
@@ -579,6 +597,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     double rounds = 0; /* ZeRO-2: micro-batches of the busiest rank; this one reduces zeros for the rest */
     if ((st = zero2_rounds(t, use_dp, &p, gn, &rounds))) goto out_p;
     if (gn && (st = mb_alloc(&m, b, &p))) goto out_p;
+    if (gn) memcpy(m.mtp_n, mtp_n, sizeof mtp_n);
     int overlap = use_dp == VC_DP_STEP && t->dp && !t->dp->zero2 && t->cfg.overlap_grad_reduce;
     if (!z3) vc_model_weight_copies(t->model, 1); /* the weights do not change before the optimiser step */
     vc_dp_zero3_active(t, 1); /* (ZeRO-3: they move between slots) */
@@ -590,6 +609,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
         st = mb_fill(&m, b, &p, gi, t->cfg.agg, t->cfg.micro_norm ? &own : &norm);
         if (!st) st = mb_run(t, &m, fn, ctx, 1, &l);
         stats->loss += l;
+        for (int k = 0; !st && k < n_mtp; k++) stats->mtp_loss[k] += m.mtp_val[k];
         stats->n_tokens += m.mb.n_tokens;
         stats->n_shared += m.saved;
     }
@@ -616,12 +636,14 @@ vc_status vc_trainer_accumulate(vc_trainer *t, const vc_minibatch *b, vc_token_l
 
 /* Data-parallel step: global loss and counts, then the reduced update (every rank, same bits). */
 static vc_status dp_step(vc_trainer *t, vc_step_stats *st) {
-    double sums[3] = { st->loss, (double)st->n_tokens, (double)st->n_micro };
-    vc_status s = vc_dp_sum(t, sums, 3);
+    double sums[3 + VC_MTP_MAX] = { st->loss, (double)st->n_tokens, (double)st->n_micro };
+    memcpy(sums + 3, st->mtp_loss, sizeof st->mtp_loss);
+    vc_status s = vc_dp_sum(t, sums, 3 + (size_t)st->n_mtp);
     if (s) return s;
     st->loss = sums[0];
     st->n_tokens = (int64_t)sums[1];
     st->n_micro = (int)sums[2];
+    memcpy(st->mtp_loss, sums + 3, sizeof st->mtp_loss);
     if ((s = vc_dp_update(t, st))) return s;
     t->step++;
     if (t->cfg.check_every > 0 && t->step % t->cfg.check_every == 0) s = vc_dp_check_weights(t);

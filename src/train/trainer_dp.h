@@ -122,6 +122,12 @@ void vc_dp_flat_read(const vc_trainer *t, float *const *bufs, size_t first, size
 void vc_dp_flat_write(const vc_trainer *t, float *const *bufs, size_t first, size_t len, const float *src);
 
 /* Accumulates gradients; use_dp = 0 runs every micro-batch here without talking to other ranks. */
+/* trained MTP layers (trainer_mtp.c): n[k] the mini-batch's masked targets of depth k (summed over the ranks in local
+ * mode); vc_mtp_loss adds the micro-batch's MTP loss over depth hidden states hid to *L, val[k] depth k's share of its
+ * mean cross-entropy */
+vc_status vc_mtp_counts(vc_trainer *t, const vc_minibatch *b, int use_dp, double *n);
+vc_status vc_mtp_loss(vc_trainer *t, vc_graph *g, const vc_micro_batch *mb, vc_tensor *const *hid, const double *n,
+                      vc_tensor **L, double *val);
 vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
                                    vc_step_stats *st, int use_dp);
 

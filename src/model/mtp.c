@@ -1,0 +1,93 @@
+/* Trained multi-token-prediction layers (verl's model.mtp.enable_train; Megatron's MultiTokenPredictionBlock): depth k
+ * (k = 0 ..) reads the hidden states h of depth k - 1 (the main model's final, normed ones for k = 0) and the token
+ * embeddings of the ids k + 1 positions on within each sequence, and computes
+ *     x = proj(cat(hnorm(h), enorm(emb)))     (MiMo's input_proj: [hidden, embedding]; Megatron's eh_proj the other way)
+ *     x = final_norm(decoder_layer(x))        (one decoder layer at the same positions)
+ * whose LM-head log-probs (the head's weights detached) predict the token k + 2 positions on. The layers are rows
+ * n_layer + 1 .. of the model's slots, each configured as the model's last decoder layer, so the one decoder runs them. */
+#include "decoder_priv.h"
+#include "model_internal.h"
+#include <string.h>
+
+vc_status vc_config_mtp_rows(vc_model_config *c, int n, const char *dir) {
+    int L = (int)c->n_layer - 1; /* the layer kind an MTP layer is: MiMo's like every layer, DeepSeek's a MoE one */
+    if (n <= 0)
+        return vc_fail(VC_ERR_ARG, "%s/config.json declares no multi-token-prediction layers to train "
+                       "(num_nextn_predict_layers or mtp_num_hidden_layers)", dir);
+    if (!c->arch->mtp_prefix)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: training multi-token-prediction layers (model.mtp.enable_train) is built "
+                       "for MiMo's layout (model_type mimo), not yet for %s's", dir, c->model_type);
+    if (c->n_layer + 1 + n > VC_MAX_LAYERS)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %lld layers and %d MTP layers: more than %d rows", dir,
+                       (long long)c->n_layer, n, VC_MAX_LAYERS);
+    if (L < 0 || c->linear[L] || c->kv_src[L] || c->block[L] != VC_BLOCK_FULL || c->ple_dim || c->dsa_topk ||
+        c->norm_res.on || c->emb_dim)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: MTP layers of a %s decoder whose last layer is not plain attention "
+                       "and MLP are not built", dir, c->model_type);
+    for (int k = 0; k < n; k++) {
+        int r = (int)c->n_layer + 1 + k;
+        c->window[r] = c->window[L], c->chunk[r] = c->chunk[L], c->nope[r] = c->nope[L];
+        c->is_moe[r] = c->is_moe[L], c->linear[r] = 0, c->block[r] = c->block[L];
+        c->layer_hd[r] = c->layer_hd[L], c->layer_nkv[r] = c->layer_nkv[L], c->layer_nh[r] = c->layer_nh[L];
+        c->kv_src[r] = 0, c->layer_inter[r] = c->layer_inter[L], c->dsa_shared[r] = 0;
+    }
+    c->n_mtp = n;
+    return VC_OK;
+}
+
+vc_status vc_model_load_mtp(const char *dir, vc_model **out) { return vc_model_load_opt(dir, 1, out); }
+
+/* the ids `shift` positions on within each sequence, 0 past its end (Megatron's roll_tensor of packed sequences) */
+static const int32_t *rolled_ids(fwd_ctx *f, int64_t shift) {
+    const vc_batch *b = f->b;
+    int32_t *ids = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T ? f->T : 1), 0);
+    for (int s = 0; ids && s < b->n_seq; s++)
+        for (int64_t t = b->cu_seqlens[s]; t < b->cu_seqlens[s + 1]; t++)
+            ids[t] = t + shift < b->cu_seqlens[s + 1] ? b->ids[t + shift] : 0;
+    return ids;
+}
+
+vc_status vc_mtp_forward(fwd_ctx *f, vc_tensor *h) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_graph *g = f->g;
+    const vc_batch *b = f->b;
+    vc_status st = VC_OK;
+    if (!c->n_mtp)
+        st = vc_fail(VC_ERR_ARG, "model forward: MTP hidden states asked of %s, loaded without trained MTP layers",
+                     c->model_type);
+    else if (f->cache || f->paged || b->prefix || !vc_graph_grad_enabled(g))
+        st = vc_fail(VC_ERR_ARG, "model forward: MTP hidden states are computed by a training forward (a tape, no kv "
+                     "cache, no shared prefixes)");
+    if (st) {
+        vc_graph_fail(g, st);
+        return st;
+    }
+    int64_t H = c->hidden;
+    vc_tensor *prev = h;
+    for (int k = 0; k < c->n_mtp && prev; k++) {
+        int row = (int)c->n_layer + 1 + k;
+        const int32_t *ids = rolled_ids(f, k + 1);
+        if (!ids) return vc_graph_status(g);
+        if (b->mtp_detach) vc_graph_set_grad(g, 0); /* (detach_encoder: the embeddings and h as constants) */
+        vc_tensor *e = vc_op_embedding(g, vc_w(f->m, -1, VC_W_TOK_EMBD), ids, f->T);
+        if (e && c->emb_scale) e = vc_op_scale(g, e, c->emb_scale);
+        vc_graph_set_grad(g, 1);
+        if (b->mtp_detach) prev = vc_tensor_wrap(g, prev->data, prev->ndim, prev->shape);
+        vc_tensor *en = e ? vc_dec_norm(f, e, row, VC_W_MTP_ENORM, 0) : NULL;
+        vc_tensor *hn = prev ? vc_dec_norm(f, prev, row, VC_W_MTP_HNORM, 0) : NULL;
+        vc_tensor *x = c->arch->mtp_hidden_first ? vc_op_concat_cols(g, hn, H, en, H, 1)
+                                                 : vc_op_concat_cols(g, en, H, hn, H, 1);
+        x = vc_op_linear(g, x, vc_w(f->m, row, VC_W_MTP_PROJ), NULL);
+        x = x ? vc_dec_layer_forward(f, row, x) : NULL;
+        prev = b->mtp_out[k] = x ? vc_dec_norm(f, x, row, VC_W_MTP_NORM, 0) : NULL;
+    }
+    return prev ? VC_OK : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+}
+
+vc_status vc_model_mtp_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, const uint8_t *need,
+                                vc_tensor **logp) {
+    m->head_detach = 1;
+    vc_status st = vc_model_logprobs_rows(m, g, hidden, target, 1.0f, need, logp, NULL, NULL);
+    m->head_detach = 0;
+    return st;
+}
