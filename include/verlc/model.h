@@ -445,6 +445,9 @@ vc_status vc_model_logprobs_ex(vc_model *m, vc_graph *g, vc_tensor *hidden, cons
 vc_status vc_model_logprobs_rows(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, float temperature,
                                  const uint8_t *need, vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq);
 /* Recompute each decoder layer in backward instead of keeping its activations. */
+/* the MTP rows' parameters (a model loaded by vc_model_load_mtp, or a random one whose config declares MTP layers of a
+ * family verlc builds them for) out of training (frozen 1: no gradient, kept as they are) or back in */
+void vc_model_freeze_mtp(vc_model *m, int frozen);
 /* log p(target[t]) of MTP hidden states (vc_batch.mtp_out) through the LM head without gradient into its weights (as
  * verl's MTP loss detaches the output layer), rows where need[t] (NULL: all); temperature 1 */
 vc_status vc_model_mtp_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, const uint8_t *need,

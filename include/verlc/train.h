@@ -113,10 +113,12 @@ typedef struct vc_trainer_config {
                               * by the rank's micro-batches and averaged over the ranks (global mode only) */
     int micro_norm_dp_tokens;/* with micro_norm: the token count pooled over the ranks' i-th micro-batches (its
                               * data.balance_dp_token) */
-    /* a model with trained MTP layers (vc_model_load_mtp; verl's model.mtp.enable_train): the loss gains mtp_scale
+    /* mtp_train: the model's MTP layers trained (vc_model_load_mtp; verl's model.mtp.enable_train; 0: a model's MTP
+     * rows are frozen, no gradient, kept as they are): the loss gains mtp_scale
      * (mtp_loss_scaling_factor) / n_mtp times each depth's mean cross-entropy over the mini-batch's masked targets of
      * it (depth k at position t: token t + k + 2 of the sequence, under that token's mask), through an LM head whose
      * weights it does not train; mtp_detach: verl's detach_encoder (only the MTP layers learn from it) */
+    int mtp_train;
     double mtp_scale;
     int mtp_detach;
 } vc_trainer_config;
@@ -451,6 +453,9 @@ typedef struct vc_sft_config {
     const char *lora_params;  /* model.target_parameters (later verl; PEFT's): routed experts / router, or NULL */
     const char *lora_from;    /* model.lora_adapter_path: the adapters start from this PEFT directory, or NULL */
     int mtp_enable;          /* model.mtp.enable: the checkpoint must have MTP layers (kept, copied through on export) */
+    int mtp_train;           /* model.mtp.enable_train (with enable): those layers trained (vc_model_load_mtp) */
+    int mtp_detach;          /* model.mtp.detach_encoder: only they learn from their loss */
+    double mtp_scale;        /* model.mtp.mtp_loss_scaling_factor (0.1) */
     int threads;             /* 0: default */
     size_t max_memory;       /* 0: MemAvailable */
     int quiet;

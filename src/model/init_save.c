@@ -17,7 +17,8 @@ static int is_norm(int slot) {
            slot == VC_W_POST_FFN_NORM || slot == VC_W_PRE_FFN_NORM2 || slot == VC_W_POST_FFN_NORM1 ||
            slot == VC_W_POST_FFN_NORM2 || slot == VC_W_PLE_NORM || slot == VC_W_PLE_PROJ_NORM ||
            slot == VC_W_ROUTER_SCALE || slot == VC_W_EXP_SCALE || slot == VC_W_LAYER_SCALAR || /* (ones, as transformers) */
-           slot == VC_W_EMB_NORM || slot == VC_W_IDX_KNORM;
+           slot == VC_W_EMB_NORM || slot == VC_W_IDX_KNORM || slot == VC_W_MTP_ENORM || slot == VC_W_MTP_HNORM ||
+           slot == VC_W_MTP_NORM;
 }
 
 
@@ -43,6 +44,8 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
     if (!st) st = vc_json_parse(m->config_text, strlen(m->config_text), config_path, &root);
     if (!st) st = vc_config_parse_model(root, config_path, &m->cfg);
     cJSON_Delete(root);
+    int mtp = !st && m->cfg.arch->mtp_prefix ? vc_model_mtp_layers(m) : 0; /* (MiMo's: written as the hub's are) */
+    if (mtp) st = vc_config_mtp_rows(&m->cfg, mtp, config_path);
     if (!st) st = vc_model_alloc_from_config(m, NULL);
     if (!st) st = vc_model_synthesize_sources(m);
     if (st) {

@@ -104,6 +104,16 @@ vc_status vc_model_freeze_vision(vc_model *m, int frozen) {
     return VC_OK;
 }
 
+void vc_model_freeze_mtp(vc_model *m, int frozen) {
+    for (int i = 0; i < m->n_params; i++) {
+        vc_param *p = &m->params[i];
+        if (p->layer <= m->cfg.n_layer) continue; /* (the MTP rows follow the globals' row n_layer) */
+        p->frozen = frozen;
+        p->t.requires_grad = !frozen && m->grad_storage;
+        p->t.grad = p->t.requires_grad ? m->grad_storage + (p->t.data - m->storage) : NULL;
+    }
+}
+
 /* ZeRO-2 (src/train/dp_zero2.c): no full-size gradient storage; the trainer owns a bucket-sized working
  * area and repoints the trained parameters' grad pointers into it before every backward. */
 vc_status vc_model_enable_grad_at(vc_model *m, float *area) {

@@ -1,13 +1,27 @@
 /* Checkpoint -> Hugging Face directory: the base model's layout with the trained weights. */
+#include "verlc/safetensors.h"
 #include "verlc/train.h"
 #include <stdlib.h>
 #include <string.h>
+
+/* 1 when the checkpoint's weights hold trained multi-token-prediction rows (an SFT or RL run's model.mtp.enable_train) */
+static int trained_mtp(const char *ckpt) {
+    char *p = vc_path_join(ckpt, "model.safetensors");
+    vc_checkpoint *ck = NULL;
+    int mtp = 0;
+    if (p && !vc_ckpt_open(p, &ck))
+        for (int i = 0; i < vc_ckpt_count(ck) && !mtp; i++) mtp = strstr(vc_ckpt_at(ck, i)->name, ".mtp.proj") != NULL;
+    vc_clear_error();
+    vc_ckpt_close(ck);
+    free(p);
+    return mtp;
+}
 
 static vc_status load_base(const char *ckpt, const vc_train_state *s, vc_model **m) {
     char *cfg = s->model_dir[0] ? vc_path_join(s->model_dir, "config.json") : NULL;
     vc_status st;
     if (cfg && vc_file_exists(cfg)) {
-        st = vc_model_load(s->model_dir, m);
+        st = trained_mtp(ckpt) ? vc_model_load_mtp(s->model_dir, m) : vc_model_load(s->model_dir, m);
         free(cfg);
         return st ? vc_fail_ctx(st, "base model %s", s->model_dir) : VC_OK;
     }

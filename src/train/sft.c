@@ -133,8 +133,15 @@ static vc_status load_inputs(sft_run *r) {
         st = VC_OK;
     }
     if (st) return st;
-    if ((st = vc_model_load(c->model_dir, &r->model))) return st;
-    if (c->mtp_enable && (st = vc_mtp_enable_check(r->model, c->model_dir, "model.mtp.enable", r->rank == 0))) return st;
+    int mtp = c->mtp_enable && c->mtp_train; /* (verl: enable_train without enable loads no MTP layers) */
+    if (c->mtp_train && !c->mtp_enable) R0_INFO(r, "sft: model.mtp.enable_train without model.mtp.enable: no MTP layers");
+    if ((st = mtp ? vc_model_load_mtp(c->model_dir, &r->model) : vc_model_load(c->model_dir, &r->model)))
+        return vc_fail_ctx(st, "%s", mtp ? "model.mtp.enable_train" : "model.path");
+    if (c->mtp_enable && !mtp && (st = vc_mtp_enable_check(r->model, c->model_dir, "model.mtp.enable", r->rank == 0)))
+        return st;
+    if (mtp && c->lora_rank > 0) return vc_fail(VC_ERR_UNSUPPORTED, "model.mtp.enable_train with model.lora_rank > 0 is not built");
+    if (mtp) R0_INFO(r, "sft: training %d multi-token-prediction layer%s, their loss scaled by %g%s", vc_model_cfg(r->model)->n_mtp,
+                     vc_model_cfg(r->model)->n_mtp == 1 ? "" : "s", c->mtp_scale, c->mtp_detach ? " (detach_encoder)" : "");
     vc_lora_spec ls = { c->lora_rank, c->lora_alpha, c->lora_targets, c->lora_params, c->lora_exclude, c->seed, 0 };
     if (c->lora_rank > 0 && (st = vc_model_lora_attach(r->model, &ls))) return vc_fail_ctx(st, "model.lora_rank");
     if (c->lora_from && *c->lora_from) { /* (verl's FSDP engine: PeftModel.from_pretrained over the adapters) */
@@ -304,6 +311,9 @@ static vc_status make_trainer(sft_run *r) {
     tc.micro_bs = c->micro_batch_size;
     tc.max_tokens = c->use_dynamic_bsz ? (c->max_token_len > 0 ? c->max_token_len : c->max_length * c->micro_batch_size) : 0;
     tc.checkpointing = c->checkpointing;
+    tc.mtp_train = c->mtp_enable && c->mtp_train;
+    tc.mtp_scale = c->mtp_scale;
+    tc.mtp_detach = c->mtp_detach;
     tc.comm = r->comm;
     tc.check_every = c->dp_check_freq;
     tc.overlap_grad_reduce = c->overlap_grad_reduce;
@@ -524,6 +534,8 @@ static vc_status log_step(sft_run *r, double flops, const vc_step_stats *s, doub
             (long long)step, (long long)r->it.epoch, isfinite(s->loss) ? s->loss : 0.0, s->lr,
             isfinite(s->grad_norm) ? s->grad_norm : 0.0, s->skipped, (long long)s->n_tokens, mfu, tps, s->seconds);
     if (isfinite(val)) fprintf(r->metrics, ", \"val/loss\": %.9g", val);
+    for (int k = 0; k < s->n_mtp; k++) /* (verl's get_megatron_mtp_loss names them mtp_losses/mtp_K_loss) */
+        fprintf(r->metrics, ", \"train/mtp_losses/mtp_%d_loss\": %.9g", k + 1, s->mtp_loss[k]);
     double mem[3]; /* verl's engine SFT trainer logs its memory with each step */
     vc_mem_metrics(&mem[0], &mem[1], &mem[2]);
     if (isfinite(mem[0]))

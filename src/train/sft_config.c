@@ -30,6 +30,7 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->shuffle = 1;
     c->seed = 1;
     c->lora_alpha = 16;
+    c->mtp_scale = 0.1;
     c->init_lr_ratio = 0.1;
     c->num_cycles = 0.5;
     c->zero_indexed_step = 1;
@@ -233,7 +234,13 @@ static const key_def KEYS[] = {
     { "model.exclude_modules", "exclude_modules", K_STR, F(lora_exclude),
       "LoRA: leave out modules whose path (model.layers.N.mlp.up_proj) this regular expression matches" },
     { "model.mtp.enable", "mtp_enable", K_BOOL, F(mtp_enable),
-      "the checkpoint's multi-token-prediction layers are kept (copied through on export, not trained)" },
+      "the checkpoint's multi-token-prediction layers are kept (copied through on export; trained with enable_train)" },
+    { "model.mtp.enable_train", "mtp_enable_train", K_BOOL, F(mtp_train),
+      "with model.mtp.enable: the MTP layers are trained, their loss added (MiMo's layout)" },
+    { "model.mtp.detach_encoder", "mtp_detach_encoder", K_BOOL, F(mtp_detach),
+      "MTP training: the loss reaches the MTP layers only (not the embeddings or the decoder)" },
+    { "model.mtp.mtp_loss_scaling_factor", "mtp_loss_scaling_factor", K_F64, F(mtp_scale),
+      "MTP training: the MTP loss's weight (divided among the MTP layers)" },
     { "threads", "threads", K_INT, F(threads), "compute threads (0: VERLC_THREADS or all cores)" },
     { "max_memory", "max_memory", K_BYTES, F(max_memory), "refuse to start above this (e.g. 20G)" },
     { "quiet", "quiet", K_BOOL, F(quiet), "no per-step console lines" },
@@ -354,7 +361,6 @@ static const verl_key VERL_KEYS[] = {
     { "model.use_fused_kernels", "*", "" },
     { "model.fused_kernel_options.*", "*", "" },
     { "model.tiled_mlp.*", "*", "" },
-    { "model.mtp.enable_train", "False,false", "is not supported: multi-token prediction layers are not trained" },
     { "model.mtp.*", "*", "" },
     { "engine.wrap_policy.*", "*", "" },
     { "engine.param_offload", "*", "" },

@@ -229,7 +229,10 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
     t->sched_pos = -1;
     if (cfg->micro_norm && cfg->local_batch)
         return vc_fail(VC_ERR_ARG, "trainer: per-micro-batch normalisation needs the global batch (local_batch 0)");
-    if (vc_model_cfg(m)->n_mtp && (cfg->share_prefix || cfg->loss_on_hidden || vc_model_has_lora(m) ||
+    if (cfg->mtp_train && !vc_model_cfg(m)->n_mtp)
+        return vc_fail(VC_ERR_ARG, "trainer: MTP training of a model loaded without MTP layers (vc_model_load_mtp)");
+    vc_model_freeze_mtp(m, !cfg->mtp_train); /* (a model's MTP rows otherwise kept as they are) */
+    if (cfg->mtp_train && (cfg->share_prefix || cfg->loss_on_hidden || vc_model_has_lora(m) ||
                                    (cfg->comm && cfg->sharding == VC_SHARD_ZERO3)))
         return vc_fail(VC_ERR_UNSUPPORTED, "trainer: training multi-token-prediction layers with %s is not built",
                        cfg->share_prefix ? "shared prompt prefixes (use_prefix_grouper)" : cfg->loss_on_hidden
@@ -446,7 +449,7 @@ static vc_status forward_shared(vc_trainer *t, mb_buf *m, vc_tensor **h, vc_tens
     if (fb) *fb = sh.b;
     if (fb && any) fb->images = imgs.images, fb->image_span = imgs.image_span;
     if (fb && m->route) st = replay_routes(t, m, &sh, fb);
-    if (fb && vc_model_cfg(t->model)->n_mtp && vc_graph_grad_enabled(g)) { /* (their loss: mb_run) */
+    if (fb && t->cfg.mtp_train && vc_graph_grad_enabled(g)) { /* (their loss: mb_run) */
         fb->mtp_out = m->mtp_h;
         fb->mtp_detach = t->cfg.mtp_detach;
     }
@@ -489,7 +492,7 @@ static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx
     if (!st) st = vc_tensor_read(L, &lv);
     if (st) return st;
     *loss = lv;
-    if (vc_model_cfg(t->model)->n_mtp && grad && (st = vc_mtp_loss(t, g, mb, m->mtp_h, m->mtp_n, &L, m->mtp_val)))
+    if (t->cfg.mtp_train && grad && (st = vc_mtp_loss(t, g, mb, m->mtp_h, m->mtp_n, &L, m->mtp_val)))
         return st;
     /* scale-out hook: the last micro-batch's gradient buckets are reduced while backward runs; ZeRO-2:
      * every micro-batch's, into the shard, chunk by chunk as backward finishes them (dp_zero2.c) */
@@ -584,7 +587,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     else vc_train_loss_norm(b, t->cfg.loss_scale_factor, &norm);
     if (use_dp && t->dp && t->cfg.local_batch && (st = vc_dp_reduce_norm(t, &norm, t->cfg.loss_scale_factor > 0)))
         goto out_p;
-    int n_mtp = stats->n_mtp = vc_model_cfg(t->model)->n_mtp;
+    int n_mtp = stats->n_mtp = t->cfg.mtp_train ? vc_model_cfg(t->model)->n_mtp : 0;
     double mtp_n[VC_MTP_MAX] = { 0 };
     if (n_mtp && (st = vc_mtp_counts(t, b, use_dp, mtp_n))) goto out_p;
     int z3 = t->dp && t->dp->zero3; /* (zero3_equal makes the counts equal itself, or fails) */

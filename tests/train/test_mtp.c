@@ -51,6 +51,7 @@ static vc_status trainer(vc_trainer *t, vc_model *m, double scale, int detach, i
     vc_trainer_config_default(&tc);
     tc.micro_bs = micro_bs;
     tc.agg = VC_AGG_TOKEN_MEAN;
+    tc.mtp_train = 1;
     tc.mtp_scale = scale;
     tc.mtp_detach = detach;
     tc.sched.base_lr = tc.adamw.lr = lr;
@@ -232,12 +233,31 @@ static void refusals(golden *r) {
     if (!m) return;
     vc_trainer_config tc;
     vc_trainer_config_default(&tc);
-    tc.share_prefix = 1;
+    tc.share_prefix = tc.mtp_train = 1;
     vc_trainer t;
     CHECK(vc_trainer_init(&t, m, &tc) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "use_prefix_grouper"));
+    /* without mtp_train the MTP rows are frozen: a step leaves them as they were */
+    vc_trainer_config_default(&tc);
+    tc.sched.base_lr = tc.adamw.lr = 1e-2;
+    tc.adamw.weight_decay = 0.1;
+    CHECK_OK(vc_trainer_init(&t, m, &tc));
+    int last = vc_model_n_params(m) - 1;
+    int64_t pn = vc_model_param(m, last, NULL, NULL)->n;
+    float *u = malloc(sizeof(float) * (size_t)pn), *v = malloc(sizeof(float) * (size_t)pn);
+    vc_model_param_read(m, last, 0, u);
+    vc_step_stats st;
+    CHECK_OK(vc_trainer_step(&t, &r->b, NULL, NULL, &st));
+    vc_model_param_read(m, last, 0, v);
+    CHECK(vc_model_param_layer(m, last) > vc_model_cfg(m)->n_layer && st.n_mtp == 0 &&
+          !memcmp(u, v, sizeof(float) * (size_t)pn) && !vc_model_param(m, last, NULL, NULL)->requires_grad);
+    free(u);
+    free(v);
+    vc_trainer_free(&t);
     vc_model_free(m);
-    /* MTP hidden states asked of a model loaded without them */
+    /* MTP training or hidden states asked of a model loaded without them */
     CHECK_OK(vc_model_load(MIMO, &m));
+    tc.mtp_train = 1;
+    CHECK(vc_trainer_init(&t, m, &tc) == VC_ERR_ARG && strstr(vc_last_error(), "loaded without MTP layers"));
     vc_graph *g = vc_graph_new();
     vc_tensor *out[1] = { NULL };
     vc_batch b = { 1, r->cu, r->ids, NULL };

@@ -6,6 +6,7 @@
 #include "verlc/model.h"
 #include "verlc/optim.h"
 #include "verlc/report.h"
+#include "verlc/safetensors.h"
 
 
 int main(void) {
@@ -268,7 +269,7 @@ int main(void) {
         { "optim=megatron optim.optimizer=muon optim.muon_scale_mode=rms", "optim.muon_scale_mode=rms" },
         { "trainer.use_legacy_worker_impl=fsdp", "trainer.use_legacy_worker_impl: `fsdp` is not auto, enable or disable" },
         { "model.mtp.enable=True", "model.mtp.enable=true: .*declares no multi-token-prediction layers" },
-        { "model.mtp.enable=True model.mtp.enable_train=True", "multi-token prediction layers are not trained" },
+        { "model.mtp.enable=True model.mtp.enable_train=True", "declares no multi-token-prediction layers to train" },
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         snprintf(extra, sizeof extra, "--out %s/amr %s max_steps=1", TMP, refused[i][0]);
@@ -289,6 +290,28 @@ int main(void) {
     CHECK(sh("grep -q \"1 multi-token-prediction layer is kept\" %2$s/log.txt%4$s", NULL) == 0);
     CHECK(sh("test $(grep -c val/loss %2$s/mtp/metrics.jsonl) = 3 && test -d %2$s/mtp/step_3 && test -d %2$s/mtp/step_6"
              "%4$s", NULL) == 0);
+    /* MTP training (model.mtp.enable_train) of a MiMo config `verlc init` wrote with its MTP layer: verl's mtp_losses
+     * metric on each step, the layer trained and exported under MiMo's names (the loss and gradients: test_mtp.c) */
+    CHECK(sh("sed 's/\"Qwen3ForCausalLM\"/\"MiMoForCausalLM\"/; s/\"qwen3\"/\"mimo\"/; s/^{/{\"num_nextn_predict_layers\": 1,/' "
+             "%2$s/tiny.json > %2$s/mimo.json && %1$s init --config %2$s/mimo.json --out %2$s/mimo --seed 3 > /dev/null%4$s",
+             NULL) == 0);
+    snprintf(extra, sizeof extra, "--out %s/mtpt --model %s/mimo model.mtp.enable=True model.mtp.enable_train=True "
+             "model.mtp.mtp_loss_scaling_factor=0.3 max_steps=2 save_freq=2", TMP, TMP);
+    CHECK(sh(common, extra) == 0);
+    CHECK(sh("grep -q 'training 1 multi-token-prediction layer, their loss scaled by 0.3' %2$s/log.txt && "
+             "test $(grep -c '\"train/mtp_losses/mtp_1_loss\": [0-9]' %2$s/mtpt/metrics.jsonl) = 2 && "
+             "%1$s export %2$s/mtpt --out %2$s/mtphf > /dev/null%4$s", NULL) == 0);
+    vc_checkpoint *c0 = NULL, *c1 = NULL;
+    snprintf(a, sizeof a, "%s/mimo", TMP);
+    snprintf(b, sizeof b, "%s/mtphf", TMP);
+    CHECK_OK(vc_ckpt_open(a, &c0));
+    CHECK_OK(vc_ckpt_open(b, &c1));
+    const vc_st_tensor *p0 = c0 ? vc_ckpt_find(c0, "model.mtp_layers.0.input_proj.weight") : NULL;
+    const vc_st_tensor *p1 = c1 ? vc_ckpt_find(c1, "model.mtp_layers.0.input_proj.weight") : NULL;
+    CHECK_MSG(p0 && p1 && vc_ckpt_count(c0) == vc_ckpt_count(c1) && p0->nbytes == p1->nbytes &&
+              memcmp(p0->data, p1->data, p0->nbytes) != 0, "the MTP layer's input_proj trained and exported");
+    vc_ckpt_close(c0);
+    vc_ckpt_close(c1);
     /* trainer.use_legacy_worker_impl=enable on 2 ranks: the rows dealt as verl's DistributedSampler deals them (against
      * verl's own code on 2 ranks: tools/fuzz/diff_sft_loss.py with DIFF_SFT_WORLD=2), and the splits verl's
      * fsdp_sft_trainer refuses refused */
