@@ -97,8 +97,6 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
  * not ignored */
 static vc_status refuse_unimplemented(const vc_config *c) {
     static const struct { const char *key, *why; } BOOLS[] = {
-        { "actor_rollout_ref.model.mtp.enable_train", "multi-token-prediction training is not implemented (MTP "
-                                                      "layers are kept as loaded: mtp.enable alone is accepted)" },
         { "actor_rollout_ref.rollout.skip_rollout", "replaying dumped rollouts is not implemented" },
     };
     for (size_t i = 0; i < sizeof BOOLS / sizeof BOOLS[0]; i++) {
@@ -921,11 +919,17 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
     TRY(vc_mkdirs(t->out_dir));
     TRY(rl_ckpt_find(cfg, t->out_dir, &ckpt));
     /* the base weights; a checkpoint's are loaded over them with the optimiser state below */
-    if (!st && (st = vc_model_load(t->model_path, &t->actor)))
-        st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", t->model_path);
-    int mtp = 0; /* verl's MTP parameters loaded only: kept as they are (enable_train is refused above) */
-    if (!st && !(st = vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable", 0, &mtp)) && mtp)
+    int mtp = 0, mtp_train = 0; /* verl's MTP parameters: kept as they are, or trained (enable_train) */
+    if (!st && !(st = vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable", 0, &mtp)))
+        st = vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable_train", 0, &mtp_train);
+    mtp_train &= mtp;
+    if (!st && (st = mtp_train ? vc_model_load_mtp(t->model_path, &t->actor) : vc_model_load(t->model_path, &t->actor)))
+        st = vc_fail_ctx(st, "actor_rollout_ref.model.%s (%s)", mtp_train ? "mtp.enable_train" : "path", t->model_path);
+    if (!st && mtp && !mtp_train)
         st = vc_mtp_enable_check(t->actor, t->model_path, "actor_rollout_ref.model.mtp.enable", t->rank == 0);
+    if (!st && mtp_train && t->rank == 0)
+        vc_info("actor_rollout_ref.model.mtp.enable_train=true: %d multi-token-prediction layer%s trained beside the "
+                "policy loss", vc_model_cfg(t->actor)->n_mtp, vc_model_cfg(t->actor)->n_mtp == 1 ? "" : "s");
     int spec = 0;
     if (!st && mtp && !(st = vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable_rollout", 0, &spec)) &&
         spec && t->rank == 0)

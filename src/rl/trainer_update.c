@@ -426,6 +426,16 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     if (strcmp(prefix, "critic")) { /* later verl's actor.use_prefix_grouper: the actor's prompts computed once per group */
         snprintf(k, sizeof k, "%s.use_prefix_grouper", prefix);
         if ((st = vc_config_get_bool_or(cfg, k, 0, &tc.share_prefix))) return st;
+        int en = 0, train = 0; /* verl's MTP training (model.mtp.enable with enable_train) */
+        const char *M = "actor_rollout_ref.model.mtp.";
+        snprintf(k, sizeof k, "%senable", M);
+        if (!(st = vc_config_get_bool_or(cfg, k, 0, &en))) snprintf(k, sizeof k, "%senable_train", M);
+        if (!st && !(st = vc_config_get_bool_or(cfg, k, 0, &train))) snprintf(k, sizeof k, "%sdetach_encoder", M);
+        if (!st && !(st = vc_config_get_bool_or(cfg, k, 0, &tc.mtp_detach)))
+            snprintf(k, sizeof k, "%smtp_loss_scaling_factor", M);
+        if (!st) st = vc_config_get_double_or(cfg, k, 0.1, &tc.mtp_scale);
+        if (st) return st;
+        tc.mtp_train = en && train;
     }
     /* each rank passes the rows it rolled out; counts are summed before the micro-batches run */
     tc.comm = comm;
@@ -604,6 +614,7 @@ typedef struct step_ctx {
     float temperature;
     const loop *l;    /* the loop's settings, and the ranks taking part (legacy_scale) */
     int world;
+    double mtp[VC_MTP_MAX]; /* trained MTP layers: each depth's loss summed over the optimiser steps */
 } step_ctx;
 
 /* verl's legacy FSDP workers (b178a3cd's dp_actor / dp_critic, which its default use_legacy_worker_impl=auto picks;
@@ -711,6 +722,7 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
                         ss.grad_norm);
             *gn_sum += ss.grad_norm;
             x->shared += (double)ss.n_shared;
+            for (int k = 0; k < ss.n_mtp; k++) x->mtp[k] += ss.mtp_loss[k];
             *lr = ss.lr;
             (*n_steps)++;
         }
@@ -1086,6 +1098,11 @@ vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c,
         }
         rl_metrics_set(met, "actor/grad_norm", gn / per);
         rl_metrics_set(met, "actor/lr", lr);
+        for (int k = 0; tr->cfg.mtp_train && k < vc_model_cfg(tr->model)->n_mtp; k++) { /* (verl's mtp_losses) */
+            char key[64];
+            snprintf(key, sizeof key, "actor/mtp_losses/mtp_%d_loss", k + 1);
+            rl_metrics_set(met, key, x.mtp[k] / per);
+        }
         if (on_policy && a->sum[A_DIFF_N] > 0) {
             rl_metrics_set(met, "training/rollout_probs_diff_mean", a->sum[A_DIFF_SUM] / a->sum[A_DIFF_N]);
             rl_metrics_set(met, "training/rollout_probs_diff_max", a->sum[A_DIFF_MAX]);
