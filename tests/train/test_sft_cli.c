@@ -312,6 +312,16 @@ int main(void) {
               memcmp(p0->data, p1->data, p0->nbytes) != 0, "the MTP layer's input_proj trained and exported");
     vc_ckpt_close(c0);
     vc_ckpt_close(c1);
+    /* ... stopped after a step and resumed: the same weights, MTP layer and optimiser state */
+    snprintf(extra, sizeof extra, "--out %s/mtpr --model %s/mimo model.mtp.enable=True model.mtp.enable_train=True "
+             "model.mtp.mtp_loss_scaling_factor=0.3 max_steps=1 save_freq=1", TMP, TMP);
+    CHECK(sh(common, extra) == 0);
+    snprintf(extra, sizeof extra, "--out %s/mtpr --model %s/mimo model.mtp.enable=True model.mtp.enable_train=True "
+             "model.mtp.mtp_loss_scaling_factor=0.3 max_steps=2 save_freq=1 --resume latest", TMP, TMP);
+    CHECK(sh(common, extra) == 0);
+    snprintf(a, sizeof a, "%s/mtpt/step_2/model.safetensors", TMP);
+    snprintf(b, sizeof b, "%s/mtpr/step_2/model.safetensors", TMP);
+    CHECK_MSG(cli_file_eq(a, b), "MTP training resumed: step_2's weights differ from the uninterrupted run's");
     /* trainer.use_legacy_worker_impl=enable on 2 ranks: the rows dealt as verl's DistributedSampler deals them (against
      * verl's own code on 2 ranks: tools/fuzz/diff_sft_loss.py with DIFF_SFT_WORLD=2), and the splits verl's
      * fsdp_sft_trainer refuses refused */

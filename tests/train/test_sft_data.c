@@ -56,6 +56,11 @@ static void test_verl_keys(void) {
     CHECK_OK(vc_sft_config_set(&e, "engine.dtype", "bfloat16"));
     CHECK_OK(vc_sft_config_set(&e, "model.lora_adapter_path", "/a"));
     CHECK_OK(vc_sft_config_set(&e, "model.mtp.enable", "True")); /* (the model's MTP layers kept: checked at load) */
+    CHECK_OK(vc_sft_config_set(&e, "model.mtp.enable_train", "True"));
+    CHECK_OK(vc_sft_config_set(&e, "model.mtp.detach_encoder", "True"));
+    CHECK(e.mtp_train && e.mtp_detach && e.mtp_scale == 0.1);
+    CHECK_OK(vc_sft_config_set(&e, "model.mtp.mtp_loss_scaling_factor", "0.25"));
+    CHECK(e.mtp_scale == 0.25);
     /* keys of their own under a group the verl table takes whole (model.fsdp_config.*) are read, not passed over */
     CHECK_OK(vc_sft_config_set(&e, "model.fsdp_config.mixed_precision.reduce_dtype", "bf16"));
     CHECK(e.reduce_dtype && !strcmp(e.reduce_dtype, "bf16"));
@@ -63,7 +68,7 @@ static void test_verl_keys(void) {
           !strcmp(e.param_dtype, "bfloat16") && e.lora_from && !strcmp(e.lora_from, "/a") && e.mtp_enable);
     static const char *const BAD[][3] = {
         { "engine", "veomni", "engine=veomni" }, { "optim", "muon", "optim=muon" }, { "engine.forward_only", "True", "trains" },
-        { "model.mtp.enable_train", "True", "multi-token" },
+        { "model.mtp.mtp_loss_scaling_factor", "lots", "mtp_loss_scaling_factor" },
         { "optim.optimizer", "SGD", "AdamW" }, { "data.custom_cls.path", "my.py", "Python" },
         { "trainer.resume_mode", "sometimes", "auto, disable or resume_path" }, { "data.nonsense", "1", "unknown SFT key" },
     };
