@@ -34,6 +34,13 @@ static const vc_tensor_rule MIMO_MTP[] = {
     { L "input_proj.weight", VC_W_MTP_PROJ }, { L "final_layernorm.weight", VC_W_MTP_NORM },
     { 0 } };
 
+/* Qwen3-Next's and Qwen3.5's MTP tensors of their own: mtp.pre_fc_norm_embedding, mtp.pre_fc_norm_hidden, mtp.fc
+ * ([embedding, hidden]) and mtp.norm (vc_arch_row_name puts them under mtp_own_prefix) */
+static const vc_tensor_rule QWEN3_NEXT_MTP[] = {
+    { L "pre_fc_norm_embedding.weight", VC_W_MTP_ENORM }, { L "pre_fc_norm_hidden.weight", VC_W_MTP_HNORM },
+    { L "fc.weight", VC_W_MTP_PROJ }, { L "norm.weight", VC_W_MTP_NORM },
+    { 0 } };
+
 static const vc_tensor_rule HF_MLP[] = {
     { L "mlp.gate_proj.weight", VC_W_GATE }, { L "mlp.up_proj.weight", VC_W_UP },
     { L "mlp.down_proj.weight", VC_W_DOWN },
@@ -910,11 +917,13 @@ static const vc_arch ARCHS[] = {
       "vision_model. multi_modal_projector. model.vision_model. model.multi_modal_projector.", "feed_forward", "router" },
     /* Qwen3.5 and Qwen3-Next: Gated DeltaNet layers among gated attention layers (their multi-token prediction
      * heads, mtp.*, are not used); Qwen3.5's image-text checkpoints nest the text model */
-    { "qwen3_5", "qwen3_5_text qwen3_5", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP), QWEN_VL_NESTED,
-      "mtp. visual. model.visual." },
-    { "qwen3_5_moe", "qwen3_5_moe_text qwen3_5_moe", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP, HF_MOE),
-      QWEN_VL_NESTED, "mtp. visual. model.visual." },
-    { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
+    { "qwen3_5", "qwen3_5_text qwen3_5", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP, QWEN3_NEXT_MTP),
+      QWEN_VL_NESTED, "mtp. visual. model.visual.", NULL, NULL, 0, 0, "mtp.layers.%d.", 0, "mtp." },
+    { "qwen3_5_moe", "qwen3_5_moe_text qwen3_5_moe",
+      T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP, HF_MOE, QWEN3_NEXT_MTP), QWEN_VL_NESTED,
+      "mtp. visual. model.visual.", NULL, NULL, 0, 0, "mtp.layers.%d.", 0, "mtp." },
+    { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE, QWEN3_NEXT_MTP), NULL,
+      "mtp.", NULL, NULL, 0, 0, "mtp.layers.%d.", 0, "mtp." },
     { "lara_mini", "lara_mini", T(HF_GLOBAL, HF_NORMS, LARA_GDN, HF_ATTN, HF_MOE), NULL, NULL, NULL, NULL, 1 },
     /* OLMo-hybrid: its linear layers' pre-norms and its attention layers' post-norms share names (the hub's
      * feedforward_layer_norm, transformers' post_attention_layernorm), each rule taking the layers that have its slot */
@@ -1012,14 +1021,15 @@ int vc_arch_mtp_tensor(const vc_model_config *c, const char *name) {
     return 0;
 }
 
-const char *vc_arch_row_name(const vc_model_config *c, int row, const char *name, char *buf, size_t cap) {
+const char *vc_arch_row_name(const vc_model_config *c, int row, int slot, const char *name, char *buf, size_t cap) {
     char at[32];
     snprintf(at, sizeof at, "layers.%d.", row);
     const char *p = row > c->n_layer && c->arch->mtp_prefix ? strstr(name, at) : NULL;
     if (!p) return name;
     const char *start = p - name >= 6 && !strncmp(p - 6, "model.", 6) ? p - 6 : p; /* the prefix names model. itself */
+    const char *own = vc_slot_is_mtp(slot) ? c->arch->mtp_own_prefix : NULL;
     char pre[96];
-    snprintf(pre, sizeof pre, c->arch->mtp_prefix, row - (int)c->n_layer - 1);
+    snprintf(pre, sizeof pre, own ? own : c->arch->mtp_prefix, row - (int)c->n_layer - 1);
     snprintf(buf, cap, "%.*s%s%s", (int)(start - name), name, pre, p + strlen(at));
     return buf;
 }

@@ -133,6 +133,9 @@ typedef struct vc_arch {
      * (MiMo's input_proj) rather than Megatron's and DeepSeek's [embedding, hidden] */
     const char *mtp_prefix;
     int mtp_hidden_first;
+    /* the prefix of the MTP layers' own tensors (norms, projection, final norm) where they are not under their layer's
+     * prefix (Qwen3-Next's and Qwen3.5's mtp.fc beside mtp.layers.0.*: "mtp."; one MTP layer); NULL: under it */
+    const char *mtp_own_prefix;
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);
@@ -152,8 +155,11 @@ int vc_arch_other_tower(const vc_arch *a, const char *name);
  * forward does not use them, the export copies them through */
 int vc_arch_mtp_tensor(const vc_model_config *c, const char *name);
 /* a rule's name formatted for row `row` of a model with trained MTP rows: where row is one of them (past the globals'
- * row n_layer), the checkpoint's name of it in buf ("model.layers.3.x" -> "model.mtp_layers.0.x"), else name itself */
-const char *vc_arch_row_name(const vc_model_config *c, int row, const char *name, char *buf, size_t cap);
+ * row n_layer), the checkpoint's name of it in buf ("model.layers.3.x" -> "model.mtp_layers.0.x"; an own tensor's,
+ * slot vc_slot_is_mtp, under mtp_own_prefix where the family has one), else name itself */
+const char *vc_arch_row_name(const vc_model_config *c, int row, int slot, const char *name, char *buf, size_t cap);
+/* 1 for the slots of an MTP row's own tensors (enorm, hnorm, the projection, the final norm) */
+static inline int vc_slot_is_mtp(int slot) { return slot >= VC_W_MTP_ENORM && slot <= VC_W_MTP_NORM; }
 const char *vc_slot_name(int slot);
 int vc_slot_is_global(int slot);
 /* a bias or a norm's bias: zero at random init; no weight decay even when it is stacked per expert (2-D) */

@@ -44,8 +44,10 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
     if (!st) st = vc_json_parse(m->config_text, strlen(m->config_text), config_path, &root);
     if (!st) st = vc_config_parse_model(root, config_path, &m->cfg);
     cJSON_Delete(root);
-    int mtp = !st && m->cfg.arch->mtp_prefix ? vc_model_mtp_layers(m) : 0; /* (MiMo's: written as the hub's are) */
-    if (mtp) st = vc_config_mtp_rows(&m->cfg, mtp, config_path);
+    /* the MTP layers its config declares, written as the hub's checkpoints carry them, where verlc builds them (a
+     * layout it cannot train: left out, as before) */
+    int mtp = !st && m->cfg.arch->mtp_prefix ? vc_model_mtp_layers(m) : 0;
+    if (mtp && vc_config_mtp_rows(&m->cfg, mtp, config_path)) vc_clear_error();
     if (!st) st = vc_model_alloc_from_config(m, NULL);
     if (!st) st = vc_model_synthesize_sources(m);
     if (st) {

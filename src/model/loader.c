@@ -333,7 +333,7 @@ static vc_status visit_rules(const vc_model_config *c, visit_fn fn, void *ctx) {
                     char row[256];
                     snprintf(row, sizeof row, r->name, l, e);
                     /* (an MTP row's tensor under the checkpoint's name) */
-                    vc_status st = fn(ctx, r, l, ph == 2 ? e : -1, vc_arch_row_name(c, l, row, name, sizeof name));
+                    vc_status st = fn(ctx, r, l, ph == 2 ? e : -1, vc_arch_row_name(c, l, r->slot, row, name, sizeof name));
                     if (st) return st;
                 }
             }

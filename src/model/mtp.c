@@ -16,7 +16,10 @@ vc_status vc_config_mtp_rows(vc_model_config *c, int n, const char *dir) {
                        "(num_nextn_predict_layers or mtp_num_hidden_layers)", dir);
     if (!c->arch->mtp_prefix)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: training multi-token-prediction layers (model.mtp.enable_train) is built "
-                       "for MiMo's layout (model_type mimo), not yet for %s's", dir, c->model_type);
+                       "for MiMo's, Qwen3-Next's and Qwen3.5's layouts, not yet for %s's", dir, c->model_type);
+    if (n > VC_MTP_MAX || (n > 1 && c->arch->mtp_own_prefix && !strstr(c->arch->mtp_own_prefix, "%d")))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %d MTP layers: verlc trains %s", dir, n,
+                       n > VC_MTP_MAX ? "up to 8" : "one of this family's (its projection and norms are shared)");
     if (c->n_layer + 1 + n > VC_MAX_LAYERS)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: %lld layers and %d MTP layers: more than %d rows", dir,
                        (long long)c->n_layer, n, VC_MAX_LAYERS);
@@ -64,6 +67,9 @@ vc_status vc_mtp_forward(fwd_ctx *f, vc_tensor *h) {
     }
     int64_t H = c->hidden;
     vc_tensor *prev = h;
+    vc_batch nb = *b; /* (router replay records and replays the decoder's layers only) */
+    nb.route = NULL, nb.route_mode = VC_ROUTE_NONE;
+    f->b = &nb;
     for (int k = 0; k < c->n_mtp && prev; k++) {
         int row = (int)c->n_layer + 1 + k;
         const int32_t *ids = rolled_ids(f, k + 1);
@@ -81,6 +87,7 @@ vc_status vc_mtp_forward(fwd_ctx *f, vc_tensor *h) {
         x = x ? vc_dec_layer_forward(f, row, x) : NULL;
         prev = b->mtp_out[k] = x ? vc_dec_norm(f, x, row, VC_W_MTP_NORM, 0) : NULL;
     }
+    f->b = b;
     return prev ? VC_OK : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
 }
 
