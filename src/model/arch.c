@@ -41,6 +41,14 @@ static const vc_tensor_rule QWEN3_NEXT_MTP[] = {
     { L "fc.weight", VC_W_MTP_PROJ }, { L "norm.weight", VC_W_MTP_NORM },
     { 0 } };
 
+/* DeepSeek-V3's and GLM-4.5's MTP layer's own tensors (model.layers.N, N past the decoder), and its copies of the
+ * embedding and the LM head (the model's own: an MTP row's global slots alias them) */
+static const vc_tensor_rule DEEPSEEK_MTP[] = {
+    { L "enorm.weight", VC_W_MTP_ENORM }, { L "hnorm.weight", VC_W_MTP_HNORM }, { L "eh_proj.weight", VC_W_MTP_PROJ },
+    { L "shared_head.norm.weight", VC_W_MTP_NORM }, { L "embed_tokens.weight", VC_W_TOK_EMBD },
+    { L "shared_head.head.weight", VC_W_LM_HEAD },
+    { 0 } };
+
 static const vc_tensor_rule HF_MLP[] = {
     { L "mlp.gate_proj.weight", VC_W_GATE }, { L "mlp.up_proj.weight", VC_W_UP },
     { L "mlp.down_proj.weight", VC_W_DOWN },
@@ -810,7 +818,9 @@ static const vc_arch ARCHS[] = {
     { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
     { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS), NULL, NULL,
       "block_sparse_moe", "router" },
-    { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4 youtu", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
+    { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4 youtu",
+      T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE, DEEPSEEK_MTP), NULL, NULL, NULL, NULL, 0, 0, "model.layers.%d.", 0,
+      NULL, 1 },
     /* Kimi K2.5 / K2.6 (KimiK25ForConditionalGeneration): Kimi K2's text model under language_model.*, its MoonViT
      * tower and projector left alone (copied through on export) */
     { "kimi_k25", "kimi_k25", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), GEMMA3_NESTED, "vision_tower. mm_projector." },
@@ -844,7 +854,9 @@ static const vc_arch ARCHS[] = {
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
     { "minicpm3", "minicpm3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP) },
     { "cohere2_moe", "cohere2_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
-    { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
+    { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open",
+      T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS, DEEPSEEK_MTP), NULL, NULL, NULL, NULL, 0, 0,
+      "model.layers.%d.", 0, NULL, 1 },
     /* (transformers 5's names first, the hub's after: see model_names) */
     { "sarvam_moe", "sarvam_moe param2moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, SARVAM_HUB), NULL, NULL, NULL,
       NULL, 1 },
@@ -1029,7 +1041,8 @@ const char *vc_arch_row_name(const vc_model_config *c, int row, int slot, const 
     const char *start = p - name >= 6 && !strncmp(p - 6, "model.", 6) ? p - 6 : p; /* the prefix names model. itself */
     const char *own = vc_slot_is_mtp(slot) ? c->arch->mtp_own_prefix : NULL;
     char pre[96];
-    snprintf(pre, sizeof pre, own ? own : c->arch->mtp_prefix, row - (int)c->n_layer - 1);
+    snprintf(pre, sizeof pre, own ? own : c->arch->mtp_prefix,
+             row - (int)c->n_layer - 1 + (c->arch->mtp_after_layers ? (int)c->n_layer : 0));
     snprintf(buf, cap, "%.*s%s%s", (int)(start - name), name, pre, p + strlen(at));
     return buf;
 }

@@ -136,6 +136,10 @@ typedef struct vc_arch {
     /* the prefix of the MTP layers' own tensors (norms, projection, final norm) where they are not under their layer's
      * prefix (Qwen3-Next's and Qwen3.5's mtp.fc beside mtp.layers.0.*: "mtp."; one MTP layer); NULL: under it */
     const char *mtp_own_prefix;
+    /* 1: depth k's layer is checkpoint layer n_layer + k (DeepSeek-V3's and GLM-4.5's model.layers.N, N past the
+     * decoder, with enorm, hnorm, eh_proj, shared_head.norm and copies of the embedding and LM head, shared_head.head:
+     * the copies are loaded from and written from the model's own) */
+    int mtp_after_layers;
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);

@@ -326,7 +326,7 @@ static vc_status visit_rules(const vc_model_config *c, visit_fn fn, void *ctx) {
                     ok &= vc_slot_shape(c, l, ids[i], sh, &opt) > 0;
                     if (!i) rows = sh[0];
                 }
-                if (!ok) continue;
+                if (!ok || (ph && vc_slot_is_global(ids[0]) && l <= c->n_layer)) continue; /* (an MTP row's copy) */
                 /* a tensor per row block of a stacked slot: per expert, or (StableLM 2 12B's norms) per head */
                 int ne = ph == 2 ? (int)rows : 1;
                 for (int e = 0; e < ne; e++) {
@@ -582,6 +582,10 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckp
         }
     }
     m->n_floats = total;
+    static const int COPIES[] = { VC_W_TOK_EMBD, VC_W_LM_HEAD }; /* an MTP row's copies of them: the model's own */
+    for (int r = (int)c->n_layer + 1; r < vc_cfg_rows(c); r++)
+        for (int i = 0; i < 2; i++)
+            m->slots[(size_t)r * VC_W_COUNT + COPIES[i]] = m->slots[(size_t)c->n_layer * VC_W_COUNT + COPIES[i]];
     return VC_OK;
 }
 
@@ -761,6 +765,15 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
     for (int i = 0; i < m->n_src; i++) {
         vc_source *s = &m->src[i];
         int64_t want[4], n = 1;
+        if (s->layer > m->cfg.n_layer && vc_slot_is_global(s->rule->slot)) { /* a copy of the model's own tensor: */
+            const vc_st_tensor *t = vc_ckpt_find(ck, s->name); /* not read, written from the model's on export */
+            int nd = source_shape(m, s, want);
+            for (int d = 0; d < nd; d++) n *= (s->shape[d] = want[d]);
+            s->ndim = nd;
+            if (!nd || !t || vc_st_tensor_numel(t) != n)
+                return vc_fail(VC_ERR_SHAPE, "%s: tensor '%s' is not the shape of the model's own", m->dir, s->name);
+            continue;
+        }
         int nd = source_shape(m, s, want);
         if (!nd) return vc_fail(VC_ERR_INTERNAL, "%s: '%s' has no destination", m->dir, s->name);
         if (s->mxfp4 || s->ct == 1 || s->ct == 3) {

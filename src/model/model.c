@@ -225,6 +225,8 @@ vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, 
     vc_tensor *p[VC_RULE_PARTS];
     int np = vc_rule_parts(m, s->rule, s->layer, p);
     int64_t total = 0;
+    for (int i = 0; i < np; i++)
+        if (!p[i]->grad) return vc_fail(VC_ERR_MISSING, "'%s' has no gradient (a buffer, or not trained)", hf_name);
     for (int i = 0; i < np; i++) total += p[i]->n;
     if (s->rule->transform == VC_TR_EXPERT) total /= p[0]->shape[0];
     float *buf = vc_malloc((size_t)total * 4);

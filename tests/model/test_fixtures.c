@@ -46,6 +46,7 @@ static void init_names(const char *dir, const char *name) {
     if (!m) return;
     int hub = vc_model_cfg(m)->arch->model_names; /* (init writes transformers 5's names, the fixture the hub's) */
     int modules = vc_model_cfg(m)->arch->expert_modules; /* (Kimi-VL: every name init writes is the fixture's) */
+    int64_t nl = vc_model_cfg(m)->n_layer;
     CHECK_OK(vc_model_save_hf(m, out, VC_F32));
     vc_model_free(m);
     vc_checkpoint *a = NULL, *b = NULL;
@@ -56,6 +57,8 @@ static void init_names(const char *dir, const char *name) {
                   vc_ckpt_at(b, i)->name);
     for (int i = 0; a && b && i < vc_ckpt_count(b); i++) { /* by the part from layers.N on (prefixes differ by layout) */
         const char *n = vc_ckpt_at(b, i)->name, *tail = strstr(n, "layers.");
+        /* the MTP layers a config declares (transformers writes none): init writes them as the hub's checkpoints */
+        if (!strncmp(n, "mtp.", 4) || strstr(n, "mtp_layers.") || (tail && atoll(tail + 7) >= nl)) continue;
         int norm = !hub && !strstr(n, "visual.") && !strstr(n, "vision_tower.") &&
                    (strstr(n, "layernorm") || strstr(n, ".ln_")); /* (the towers: other layouts) norms too: Falcon-RW's
                    second norm was written as the new architecture's ln_mlp */

@@ -1,6 +1,6 @@
 /* Trained multi-token-prediction layers (vc_model_load_mtp, vc_trainer_config.mtp_scale): the MTP loss and every
- * gradient against PyTorch for MiMo's layout and Qwen3.5-MoE's (tests/fixtures/models/{mimo,qwen3_5_moe_mtp}/
- * mtp_reference.*, tools/fixtures/make_mtp_reference.py), over one micro-batch and two; detach_encoder; a step's MTP
+ * gradient against PyTorch for MiMo's, Qwen3.5-MoE's, DeepSeek-V3's and GLM-4.5's layouts (tests/fixtures/models/
+ * {mimo,qwen3_5_moe_mtp,deepseek_v3_mtp,glm4_moe_mtp}/mtp_reference.*, tools/fixtures/make_mtp_reference.py), over one micro-batch and two; detach_encoder; a step's MTP
  * weights in the export under the checkpoint's names; refusals. */
 #include "verlc/safetensors.h"
 #include "verlc/train.h"
@@ -162,11 +162,18 @@ static void detached(golden *r) {
     int same = 1, differ = 0, mtp_zero = 1;
     for (int i = 0, k = 0; i < vc_model_n_params(m); i++) {
         const char *name = NULL;
-        int64_t pn = vc_model_param(m, i, &name, NULL)->n;
+        vc_tensor *p = vc_model_param(m, i, &name, NULL);
+        int64_t pn = p->n;
         int mtp = vc_model_param_layer(m, i) > vc_model_cfg(m)->n_layer;
+        if (!p->grad) { /* (a buffer: DeepSeek's routing correction bias) */
+            k += (int)pn;
+            continue;
+        }
         for (int64_t j = 0; j < pn; j++, k++) {
             if (mtp) mtp_zero &= g[2][k] == 0.0f;
-            else same &= g[0][k] == g[2][k], differ |= g[1][k] != g[2][k];
+            else {
+                same &= g[0][k] == g[2][k], differ |= g[1][k] != g[2][k];
+            }
         }
     }
     CHECK_MSG(same, "detach_encoder: the model's gradients are the main loss's alone");
@@ -196,15 +203,28 @@ static void exported(golden *r) {
         const vc_st_tensor *x = vc_ckpt_at(a, i), *y = vc_ckpt_find(b, x->name);
         if (strncmp(x->name, r->prefix, strlen(r->prefix))) continue;
         mtp++;
-        if (!y || vc_st_tensor_numel(x) != vc_st_tensor_numel(y)) continue;
+        if (!y || vc_st_tensor_numel(x) != vc_st_tensor_numel(y)) {
+            printf("  %s: not in the export\n", x->name);
+            continue;
+        }
         float *u = malloc(sizeof(float) * (size_t)vc_st_tensor_numel(x)), *v = malloc(sizeof(float) * (size_t)vc_st_tensor_numel(y));
         vc_st_tensor_to_f32(x, u);
         vc_st_tensor_to_f32(y, v);
-        moved += memcmp(u, v, sizeof(float) * (size_t)vc_st_tensor_numel(x)) != 0;
+        int mv = memcmp(u, v, sizeof(float) * (size_t)vc_st_tensor_numel(x)) != 0;
+        moved += mv || strstr(x->name, "e_score_correction_bias"); /* (a buffer, not trained) */
         free(u);
         free(v);
     }
     CHECK_MSG(same_count && mtp >= 16 && moved == mtp, "export: %d of %d MTP tensors trained and written", moved, mtp);
+    /* DeepSeek's copies of the embedding and the LM head: written from the model's own, trained, tensors */
+    static const char *const COPY[][2] = { { "embed_tokens.weight", "model.embed_tokens.weight" },
+                                           { "shared_head.head.weight", "lm_head.weight" } };
+    for (int i = 0; b && i < 2; i++) {
+        char cn[128];
+        snprintf(cn, sizeof cn, "%s%s", r->prefix, COPY[i][0]);
+        const vc_st_tensor *c = vc_ckpt_find(b, cn), *o = vc_ckpt_find(b, COPY[i][1]);
+        if (c) CHECK_MSG(o && c->nbytes == o->nbytes && !memcmp(c->data, o->data, c->nbytes), "%s: not the model's", cn);
+    }
     vc_ckpt_close(a);
     vc_ckpt_close(b);
     /* loaded again with its MTP layer trained: the same weights */
@@ -273,8 +293,10 @@ static void refusals(golden *r) {
 }
 
 int main(void) {
-    static const char *const FIX[][2] = { { MIMO, "model.mtp_layers." }, { "tests/fixtures/models/qwen3_5_moe_mtp", "mtp." } };
-    for (int i = 0; i < 2; i++) {
+    static const char *const FIX[][2] = { { MIMO, "model.mtp_layers." }, { "tests/fixtures/models/qwen3_5_moe_mtp", "mtp." },
+                                          { "tests/fixtures/models/deepseek_v3_mtp", "model.layers.2." },
+                                          { "tests/fixtures/models/glm4_moe_mtp", "model.layers.2." } };
+    for (int i = 0; i < 4; i++) {
         golden r;
         CHECK(golden_open(&r, FIX[i][0], FIX[i][1]));
         if (!r.ck) continue;
