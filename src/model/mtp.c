@@ -16,7 +16,8 @@ vc_status vc_config_mtp_rows(vc_model_config *c, int n, const char *dir) {
                        "(num_nextn_predict_layers or mtp_num_hidden_layers)", dir);
     if (!c->arch->mtp_prefix)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: training multi-token-prediction layers (model.mtp.enable_train) is built "
-                       "for MiMo's, Qwen3-Next's and Qwen3.5's layouts, not yet for %s's", dir, c->model_type);
+                       "for MiMo's, Qwen3-Next's / Qwen3.5's and DeepSeek-V3's / GLM-4.5's layouts, not yet "
+                       "for %s's", dir, c->model_type);
     if (n > VC_MTP_MAX || (n > 1 && c->arch->mtp_own_prefix && !strstr(c->arch->mtp_own_prefix, "%d")))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: %d MTP layers: verlc trains %s", dir, n,
                        n > VC_MTP_MAX ? "up to 8" : "one of this family's (its projection and norms are shared)");
