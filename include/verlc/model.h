@@ -228,6 +228,9 @@ vc_status vc_model_load(const char *dir, vc_model **out);
 vc_status vc_model_load_mtp(const char *dir, vc_model **out);
 /* A model with random weights for a config.json (std 0.02 normal, norms 1), seeded. */
 vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model **out);
+/* ... with the MTP layers the config declares (mtp -1: where verlc builds their layout, as vc_model_init_random; 0:
+ * none; 1: required, an error where it cannot) */
+vc_status vc_model_init_random_ex(const char *config_path, uint64_t seed, int mtp, vc_model **out);
 void vc_model_free(vc_model *m);
 const vc_model_config *vc_model_cfg(const vc_model *m);
 int64_t vc_model_param_count(const vc_model *m);

@@ -37,6 +37,10 @@ static void init_block(void *p, int64_t blk) {
 }
 
 vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model **out) {
+    return vc_model_init_random_ex(config_path, seed, -1, out);
+}
+
+vc_status vc_model_init_random_ex(const char *config_path, uint64_t seed, int want_mtp, vc_model **out) {
     *out = NULL;
     vc_model *m = vc_calloc(1, sizeof *m);
     cJSON *root = NULL;
@@ -46,8 +50,11 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
     cJSON_Delete(root);
     /* the MTP layers its config declares, written as the hub's checkpoints carry them, where verlc builds them (a
      * layout it cannot train: left out, as before) */
-    int mtp = !st && m->cfg.arch->mtp_prefix ? vc_model_mtp_layers(m) : 0;
-    if (mtp && vc_config_mtp_rows(&m->cfg, mtp, config_path)) vc_clear_error();
+    int mtp = !st && want_mtp && (m->cfg.arch->mtp_prefix || want_mtp > 0) ? vc_model_mtp_layers(m) : 0;
+    if (!st && (mtp || want_mtp > 0) && (st = vc_config_mtp_rows(&m->cfg, mtp, config_path)) && want_mtp < 0) {
+        vc_clear_error();
+        st = VC_OK;
+    }
     if (!st) st = vc_model_alloc_from_config(m, NULL);
     if (!st) st = vc_model_synthesize_sources(m);
     if (st) {

@@ -33,7 +33,7 @@ static vc_status load_base(const char *ckpt, const vc_train_state *s, vc_model *
         st = vc_fail(VC_ERR_MISSING, "%s: base model dir '%s' is gone and the checkpoint has no model_config.json",
                      ckpt, s->model_dir);
     else
-        st = vc_model_init_random(saved, 0, m);
+        st = vc_model_init_random_ex(saved, 0, trained_mtp(ckpt), m); /* (MTP rows as the run had them) */
     free(saved);
     return st;
 }

@@ -310,6 +310,16 @@ int main(void) {
     const vc_st_tensor *p1 = c1 ? vc_ckpt_find(c1, "model.mtp_layers.0.input_proj.weight") : NULL;
     CHECK_MSG(p0 && p1 && vc_ckpt_count(c0) == vc_ckpt_count(c1) && p0->nbytes == p1->nbytes &&
               memcmp(p0->data, p1->data, p0->nbytes) != 0, "the MTP layer's input_proj trained and exported");
+    /* ... exported again with the base model gone (its structure from the checkpoint's model_config.json): the same */
+    CHECK(sh("mv %2$s/mimo %2$s/mimo_gone && %1$s export %2$s/mtpt --out %2$s/mtphf2 > /dev/null; r=$?; "
+             "mv %2$s/mimo_gone %2$s/mimo; test $r = 0%4$s", NULL) == 0);
+    vc_checkpoint *c2 = NULL;
+    snprintf(b, sizeof b, "%s/mtphf2", TMP);
+    CHECK_OK(vc_ckpt_open(b, &c2));
+    const vc_st_tensor *p2 = c2 ? vc_ckpt_find(c2, "model.mtp_layers.0.input_proj.weight") : NULL;
+    CHECK_MSG(p1 && p2 && vc_ckpt_count(c2) == vc_ckpt_count(c1) && p1->nbytes == p2->nbytes &&
+              !memcmp(p1->data, p2->data, p1->nbytes), "the export without the base model differs");
+    vc_ckpt_close(c2);
     vc_ckpt_close(c0);
     vc_ckpt_close(c1);
     /* ... stopped after a step and resumed: the same weights, MTP layer and optimiser state */
