@@ -603,9 +603,10 @@ static vc_status check_provided(vc_model *m, const uint8_t *present) {
             for (const vc_tensor_rule *const *t = c->arch->tables; *t; t++)
                 for (const vc_tensor_rule *r = *t; r->name; r++)
                     if (vc_rule_has_slot(r, s)) {
-                        char name[256];
+                        char name[256], ck[256]; /* (an MTP row's: under the checkpoint's name) */
                         snprintf(name, sizeof name, r->name, l, 0);
-                        return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' is missing from the checkpoint", m->dir, name);
+                        return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' is missing from the checkpoint", m->dir,
+                                       vc_arch_row_name(c, l, r->slot, name, ck, sizeof ck));
                     }
             return vc_fail(VC_ERR_MISSING, "%s: no tensor provides %s of layer %d", m->dir, vc_slot_name(s), l);
         }

@@ -255,6 +255,16 @@ static void refusals(golden *r) {
     snprintf(path, sizeof path, "%s/fixtures/models/qwen2", vc_test_shared());
     vc_model *m = NULL;
     CHECK(vc_model_load_mtp(path, &m) == VC_ERR_ARG && strstr(vc_last_error(), "declares no multi-token"));
+    /* a config declaring two MTP layers where the checkpoint has one: the missing tensor named as the checkpoint would */
+    char dir[] = "/tmp/vc_mtp2_XXXXXX", cmd[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "sed 's/\"num_nextn_predict_layers\": 1/\"num_nextn_predict_layers\": 2/' %s/config.json > "
+             "%s/config.json && cp %s/model.safetensors %s/", MIMO, dir, MIMO, dir);
+    CHECK(system(cmd) == 0);
+    CHECK(vc_model_load_mtp(dir, &m) == VC_ERR_MISSING &&
+          strstr(vc_last_error(), "'model.mtp_layers.1.input_layernorm.weight' is missing"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
     CHECK_OK(vc_model_load_mtp(MIMO, &m));
     if (!m) return;
     vc_trainer_config tc;
