@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What scripts/gpu-check.sh builds (or takes prebuilt from scripts/gpu-prebuild.sh), said in one place:
 #   scripts/gpu-programs.sh targets   the CMake targets: verlc, the CUDA test programs, the other tests run on the GPU
-#                                     (LoRA, router replay, the chunked head, shared prompt states, reward models) and
+#                                     (LoRA, router replay, the chunked head, shared prompt states, reward models, MTP
+#                                     training) and
 #                                     test_dist
 #   scripts/gpu-programs.sh digest    a digest of the sources they are built from (the C, C++ and CUDA files and CMake
 #                                     lists under src, tools, include and tests, fixtures left out): the same on the GPU
@@ -12,7 +13,7 @@ case ${1:-} in
 targets)
     t="verlc_bin dist_test_dist"
     for f in tests/cuda/test_*.c; do t="$t cuda_$(basename "$f" .c)"; done
-    echo "$t model_test_lora model_test_route model_test_head_gather model_test_share rl_test_reward_model"
+    echo "$t model_test_lora model_test_route model_test_head_gather model_test_share rl_test_reward_model train_test_mtp"
     ;;
 digest)
     {
