@@ -1,6 +1,7 @@
 /* Trained multi-token-prediction layers (vc_model_load_mtp, vc_trainer_config.mtp_scale): the MTP loss and every
- * gradient against PyTorch for MiMo's, Qwen3.5-MoE's, DeepSeek-V3's and GLM-4.5's layouts (tests/fixtures/models/
- * {mimo,qwen3_5_moe_mtp,deepseek_v3_mtp,glm4_moe_mtp}/mtp_reference.*, tools/fixtures/make_mtp_reference.py), over one micro-batch and two; detach_encoder; a step's MTP
+ * gradient against PyTorch for MiMo's, Qwen3.5-MoE's, DeepSeek-V3's and GLM-4.5's layouts, and MiMo's with two MTP
+ * layers, depth 2 reading depth 1 (tests/fixtures/models/{mimo,qwen3_5_moe_mtp,deepseek_v3_mtp,glm4_moe_mtp,mimo_mtp2}/
+ * mtp_reference.*, tools/fixtures/make_mtp_reference.py), over one micro-batch and two; detach_encoder; a step's MTP
  * weights in the export under the checkpoint's names; refusals. */
 #include "verlc/device.h"
 #include "verlc/safetensors.h"
@@ -19,7 +20,8 @@ typedef struct {
     vc_minibatch b;
     int64_t cu[3];
     int32_t ids[64];
-    float mask[64], main_loss, mtp_loss;
+    float mask[64], main_loss, mtp_loss[VC_MTP_MAX];
+    int n_mtp; /* the MTP layers the reference trains */
 } golden;
 
 static float read1(vc_checkpoint *ck, const char *name) {
@@ -47,7 +49,11 @@ static int golden_open(golden *r, const char *dir, const char *prefix) {
     for (int i = 0; i < 3; i++) r->cu[i] = cv[i];
     vc_st_tensor_to_f32(mk, r->mask);
     r->main_loss = read1(ref, "main_loss");
-    r->mtp_loss = read1(ref, "mtp_loss");
+    const vc_st_tensor *ml = vc_ckpt_find(ref, "mtp_loss");
+    r->n_mtp = ml ? (int)vc_st_tensor_numel(ml) : 0;
+    CHECK(r->n_mtp >= 1 && r->n_mtp <= VC_MTP_MAX);
+    if (r->n_mtp < 1 || r->n_mtp > VC_MTP_MAX) return 0;
+    vc_st_tensor_to_f32(ml, r->mtp_loss);
     r->b = (vc_minibatch){ 2, r->cu, r->ids, r->mask };
     return 1;
 }
@@ -103,20 +109,21 @@ static void against_torch(golden *r) {
         vc_model *m = NULL;
         CHECK_OK(vc_model_load_mtp(r->dir, &m));
         if (!m) return;
-        CHECK(vc_model_cfg(m)->n_mtp == 1);
+        CHECK(vc_model_cfg(m)->n_mtp == r->n_mtp);
         vc_trainer t;
         CHECK_OK(trainer(&t, m, 0.1, 0, micro, 0));
         vc_step_stats st;
         vc_model_zero_grad(m);
         CHECK_OK(vc_trainer_accumulate(&t, &r->b, NULL, NULL, &st));
-        CHECK(st.n_mtp == 1 && st.n_micro == 3 - micro);
+        CHECK(st.n_mtp == r->n_mtp && st.n_micro == 3 - micro);
         CHECK_NEAR(st.loss, r->main_loss, 2e-5);
-        CHECK_NEAR(st.mtp_loss[0], r->mtp_loss, 2e-5);
+        for (int k = 0; k < r->n_mtp; k++) CHECK_NEAR(st.mtp_loss[k], r->mtp_loss[k], 2e-5);
         const char *w = "";
         double e = grad_err(m, r->ck, NULL, &w);
         CHECK_MSG(e < 2e-4, "gradient error %.3g at %s", e, w);
-        printf("%s MTP vs torch, %d micro-batch%s: loss %.7f (%.7f), mtp loss %.7f (%.7f), gradients within %.2g (%s)\n",
-               r->dir, 3 - micro, micro == 1 ? "es" : "", st.loss, r->main_loss, st.mtp_loss[0], r->mtp_loss, e, w);
+        printf("%s MTP vs torch, %d micro-batch%s: loss %.7f (%.7f), mtp loss %.7f (%.7f)%s, gradients within %.2g (%s)\n",
+               r->dir, 3 - micro, micro == 1 ? "es" : "", st.loss, r->main_loss, st.mtp_loss[r->n_mtp - 1],
+               r->mtp_loss[r->n_mtp - 1], r->n_mtp > 1 ? " at the last depth" : "", e, w);
         vc_trainer_free(&t);
         vc_model_free(m);
     }
@@ -150,11 +157,15 @@ static void detached(golden *r) {
         vc_step_stats st;
         vc_model_zero_grad(m);
         CHECK_OK(vc_trainer_accumulate(&t, &r->b, NULL, NULL, &st));
-        CHECK_NEAR(st.mtp_loss[0], r->mtp_loss, 2e-5);
+        for (int j = 0; j < r->n_mtp; j++) CHECK_NEAR(st.mtp_loss[j], r->mtp_loss[j], 2e-5);
         g[k] = all_grads(m, &n);
         if (k == 0) {
             const char *w = "";
-            double e = grad_err(m, r->ck, r->prefix, &w);
+            /* (with several depths only the last one's are as without: detached, the others lose the later depths') */
+            char pre[96];
+            if (r->n_mtp > 1) snprintf(pre, sizeof pre, "%s%d.", r->prefix, r->n_mtp - 1);
+            else snprintf(pre, sizeof pre, "%s", r->prefix);
+            double e = grad_err(m, r->ck, pre, &w);
             CHECK_MSG(e < 2e-4, "detached: MTP gradient error %.3g at %s", e, w);
         }
         vc_trainer_free(&t);
@@ -306,8 +317,9 @@ static void refusals(golden *r) {
 static void run_all(int with_refusals) {
     static const char *const FIX[][2] = { { MIMO, "model.mtp_layers." }, { "tests/fixtures/models/qwen3_5_moe_mtp", "mtp." },
                                           { "tests/fixtures/models/deepseek_v3_mtp", "model.layers.2." },
-                                          { "tests/fixtures/models/glm4_moe_mtp", "model.layers.2." } };
-    for (int i = 0; i < 4; i++) {
+                                          { "tests/fixtures/models/glm4_moe_mtp", "model.layers.2." },
+                                          { "tests/fixtures/models/mimo_mtp2", "model.mtp_layers." } };
+    for (int i = 0; i < 5; i++) {
         golden r;
         CHECK(golden_open(&r, FIX[i][0], FIX[i][1]));
         if (!r.ck) continue;
