@@ -41,6 +41,13 @@ static const vc_tensor_rule QWEN3_NEXT_MTP[] = {
     { L "fc.weight", VC_W_MTP_PROJ }, { L "norm.weight", VC_W_MTP_NORM },
     { 0 } };
 
+/* MiMo-V2-Flash's MTP layers' own tensors (model.mtp.layers.K.*: enorm, hnorm, eh_proj of [hidden, embedding],
+ * final_layernorm; the layer's MLP norm named pre_mlp_layernorm: vc_arch's mtp_renames) */
+static const vc_tensor_rule MIMO_V2_MTP[] = {
+    { L "enorm.weight", VC_W_MTP_ENORM }, { L "hnorm.weight", VC_W_MTP_HNORM }, { L "eh_proj.weight", VC_W_MTP_PROJ },
+    { L "final_layernorm.weight", VC_W_MTP_NORM },
+    { 0 } };
+
 /* DeepSeek-V3's and GLM-4.5's MTP layer's own tensors (model.layers.N, N past the decoder), and its copies of the
  * embedding and the LM head (the model's own: an MTP row's global slots alias them) */
 static const vc_tensor_rule DEEPSEEK_MTP[] = {
@@ -851,7 +858,9 @@ static const vc_arch ARCHS[] = {
     { "mimo", "mimo", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, MIMO_MTP), NULL, "model.mtp_layers.", NULL, NULL, 0, 0,
       "model.mtp_layers.%d.", 1 },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
-    { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
+    { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS, MIMO_V2_MTP), NULL,
+      "model.mtp. mtp.", NULL, NULL, 0, 0, "model.mtp.layers.%d.", 1, NULL, 0, 1,
+      "post_attention_layernorm.=pre_mlp_layernorm." },
     { "minicpm3", "minicpm3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP) },
     { "cohere2_moe", "cohere2_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open",
@@ -1044,6 +1053,17 @@ const char *vc_arch_row_name(const vc_model_config *c, int row, int slot, const 
     snprintf(pre, sizeof pre, own ? own : c->arch->mtp_prefix,
              row - (int)c->n_layer - 1 + (c->arch->mtp_after_layers ? (int)c->n_layer : 0));
     snprintf(buf, cap, "%.*s%s%s", (int)(start - name), name, pre, p + strlen(at));
+    for (const char *r = c->arch->mtp_renames; r && *r;) { /* "from=to from=to" */
+        size_t k = strcspn(r, " "), e = strcspn(r, "=");
+        char from[96], tmp[512], *q = NULL;
+        snprintf(from, sizeof from, "%.*s", (int)(e < k ? e : 0), r);
+        if (*from && (q = strstr(buf, from))) {
+            snprintf(tmp, sizeof tmp, "%.*s%.*s%s", (int)(q - buf), buf, (int)(k - e - 1), r + e + 1, q + e);
+            snprintf(buf, cap, "%s", tmp);
+        }
+        r += k;
+        while (*r == ' ') r++;
+    }
     return buf;
 }
 

@@ -140,6 +140,12 @@ typedef struct vc_arch {
      * decoder, with enorm, hnorm, eh_proj, shared_head.norm and copies of the embedding and LM head, shared_head.head:
      * the copies are loaded from and written from the model's own) */
     int mtp_after_layers;
+    /* 1: an MTP layer is a sliding-window attention layer with a dense MLP (MiMo-V2-Flash's), configured as the last
+     * sliding layer but for its MLP; 0: as the last decoder layer */
+    int mtp_sliding_dense;
+    /* space-separated renames "from=to" of an MTP layer's tensor names against its decoder layer's (MiMo-V2-Flash's
+     * post_attention_layernorm is its MTP layer's pre_mlp_layernorm), or NULL */
+    const char *mtp_renames;
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);

@@ -11,13 +11,14 @@
 
 vc_status vc_config_mtp_rows(vc_model_config *c, int n, const char *dir) {
     int L = (int)c->n_layer - 1; /* the layer kind an MTP layer is: MiMo's like every layer, DeepSeek's a MoE one */
+    while (c->arch->mtp_sliding_dense && L >= 0 && !c->window[L]) L--; /* (MiMo-V2-Flash's: a sliding one, dense) */
     if (n <= 0)
         return vc_fail(VC_ERR_ARG, "%s/config.json declares no multi-token-prediction layers to train "
                        "(num_nextn_predict_layers or mtp_num_hidden_layers)", dir);
     if (!c->arch->mtp_prefix)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: training multi-token-prediction layers (model.mtp.enable_train) is built "
-                       "for MiMo's, Qwen3-Next's / Qwen3.5's and DeepSeek-V3's / GLM-4.5's layouts, not yet "
-                       "for %s's", dir, c->model_type);
+                       "for MiMo's, MiMo-V2-Flash's, Qwen3-Next's / Qwen3.5's and DeepSeek-V3's / GLM-4.5's layouts, "
+                       "not yet for %s's", dir, c->model_type);
     if (n > VC_MTP_MAX || (n > 1 && c->arch->mtp_own_prefix && !strstr(c->arch->mtp_own_prefix, "%d")))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: %d MTP layers: verlc trains %s", dir, n,
                        n > VC_MTP_MAX ? "up to 8" : "one of this family's (its projection and norms are shared)");
@@ -34,6 +35,7 @@ vc_status vc_config_mtp_rows(vc_model_config *c, int n, const char *dir) {
         c->is_moe[r] = c->is_moe[L], c->linear[r] = 0, c->block[r] = c->block[L];
         c->layer_hd[r] = c->layer_hd[L], c->layer_nkv[r] = c->layer_nkv[L], c->layer_nh[r] = c->layer_nh[L];
         c->kv_src[r] = 0, c->layer_inter[r] = c->layer_inter[L], c->dsa_shared[r] = 0;
+        if (c->arch->mtp_sliding_dense) c->is_moe[r] = 0, c->layer_inter[r] = 0;
     }
     c->n_mtp = n;
     return VC_OK;

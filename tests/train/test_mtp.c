@@ -1,7 +1,7 @@
 /* Trained multi-token-prediction layers (vc_model_load_mtp, vc_trainer_config.mtp_scale): the MTP loss and every
- * gradient against PyTorch for MiMo's, Qwen3.5-MoE's, DeepSeek-V3's and GLM-4.5's layouts, and MiMo's with two MTP
- * layers, depth 2 reading depth 1 (tests/fixtures/models/{mimo,qwen3_5_moe_mtp,deepseek_v3_mtp,glm4_moe_mtp,mimo_mtp2}/
- * mtp_reference.*, tools/fixtures/make_mtp_reference.py), over one micro-batch and two; detach_encoder; a step's MTP
+ * gradient against PyTorch for MiMo's, Qwen3.5-MoE's, DeepSeek-V3's, GLM-4.5's and MiMo-V2-Flash's layouts, and
+ * MiMo's with two MTP layers, depth 2 reading depth 1 (tests/fixtures/models/{mimo,qwen3_5_moe_mtp,deepseek_v3_mtp,
+ * glm4_moe_mtp,mimo_mtp2,mimo_v2_flash_mtp}/mtp_reference.*, tools/fixtures/make_mtp_reference.py), over one micro-batch and two; detach_encoder; a step's MTP
  * weights in the export under the checkpoint's names; refusals. */
 #include "verlc/device.h"
 #include "verlc/safetensors.h"
@@ -227,7 +227,7 @@ static void exported(golden *r) {
         free(u);
         free(v);
     }
-    CHECK_MSG(same_count && mtp >= 16 && moved == mtp, "export: %d of %d MTP tensors trained and written", moved, mtp);
+    CHECK_MSG(same_count && mtp >= 10 && moved == mtp, "export: %d of %d MTP tensors trained and written", moved, mtp);
     /* DeepSeek's copies of the embedding and the LM head: written from the model's own, trained, tensors */
     static const char *const COPY[][2] = { { "embed_tokens.weight", "model.embed_tokens.weight" },
                                            { "shared_head.head.weight", "lm_head.weight" } };
@@ -318,8 +318,9 @@ static void run_all(int with_refusals) {
     static const char *const FIX[][2] = { { MIMO, "model.mtp_layers." }, { "tests/fixtures/models/qwen3_5_moe_mtp", "mtp." },
                                           { "tests/fixtures/models/deepseek_v3_mtp", "model.layers.2." },
                                           { "tests/fixtures/models/glm4_moe_mtp", "model.layers.2." },
-                                          { "tests/fixtures/models/mimo_mtp2", "model.mtp_layers." } };
-    for (int i = 0; i < 5; i++) {
+                                          { "tests/fixtures/models/mimo_mtp2", "model.mtp_layers." },
+                                          { "tests/fixtures/models/mimo_v2_flash_mtp", "model.mtp." } };
+    for (int i = 0; i < 6; i++) {
         golden r;
         CHECK(golden_open(&r, FIX[i][0], FIX[i][1]));
         if (!r.ck) continue;
