@@ -353,6 +353,15 @@ int main(void) {
             snprintf(grep, sizeof grep, "grep -q \"%s\" %%2$s/log.txt%%4$s", split[i][1]);
             CHECK_MSG(sh(grep, NULL) == 0, "%s on 2 ranks: no line with '%s'", split[i][0], split[i][1]);
         }
+        /* MTP training on 2 ranks: each depth's token mean over the whole mini-batch (counts summed over the ranks),
+         * the same losses as on one rank */
+        snprintf(extra, sizeof extra, "--out %s/mdp --model %s/mimo model.mtp.enable=True model.mtp.enable_train=True "
+                 "model.mtp.mtp_loss_scaling_factor=0.3 max_steps=2 save_freq=2", TMP, TMP);
+        CHECK_MSG(sh(dp, extra) == 0, "MTP sft on 2 ranks failed: see %s/log.txt", TMP);
+        CHECK(sh("python3 -c \"import json,sys; f=lambda p: [(d['train/loss'], d['train/mtp_losses/mtp_1_loss']) for d in "
+                 "map(json.loads, open(p)) if 'train/loss' in d]; a, b = f('%2$s/mtpt/metrics.jsonl'), "
+                 "f('%2$s/mdp/metrics.jsonl'); sys.exit(0 if len(a) == len(b) == 2 and all(abs(x - y) <= 1e-5 * abs(x) "
+                 "for p, q in zip(a, b) for x, y in zip(p, q)) else 1)\"%4$s", NULL) == 0);
     } else
         printf("legacy sft on 2 ranks skipped: a sanitizer build, no MPI in this build or no mpirun\n");
     /* later verl's optim.optimizer=muon (Megatron-core's Muon on the matrices, its arithmetic: test_muon.c): one momentum
