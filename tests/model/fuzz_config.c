@@ -23,7 +23,9 @@ static double weights(const vc_model_config *c) {
     double h = (double)c->hidden, q = (double)c->n_head * (double)c->head_dim, kv = (double)c->n_kv_head * (double)c->head_dim;
     double layer = h * (2 * q + 2 * kv) + 3 * h * (double)c->inter +
                    (double)c->n_expert * 3 * h * (double)(c->moe_inter > 0 ? c->moe_inter : 0);
-    return 2 * (double)c->vocab * h + (double)c->n_layer * layer;
+    /* a linear mixer's projections of its keys, values and gates in and out (Mamba's and Gated DeltaNet's) */
+    double lin = 3 * h * (2 * (double)c->lin_nk * (double)c->lin_dk + 2 * (double)c->lin_nv * (double)c->lin_dv);
+    return 2 * (double)c->vocab * h + (double)c->n_layer * layer + (double)c->n_linear * lin;
 }
 
 /* a rough count of a vision tower's weights (floats) from the config's vision_config, the keys a mangled input lacks
