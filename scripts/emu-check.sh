@@ -101,7 +101,7 @@ lane_train() {
     step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
     step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
     step "model_test_share on cuda (Mamba 2's and Mamba 1's shared prompt states)" env VC_SHARE_DEVICE=cuda "$B/tests/model_test_share"
-    step "train_test_mtp on cuda (MTP training of four layouts against PyTorch)" env VC_MTP_DEVICE=cuda "$B/tests/train_test_mtp"
+    step "train_test_mtp on cuda (MTP training of five layouts and two depths against PyTorch)" env VC_MTP_DEVICE=cuda "$B/tests/train_test_mtp"
     step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
     step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
     return $fail

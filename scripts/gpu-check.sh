@@ -437,7 +437,7 @@ step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_
     env VC_SHARE_DEVICE=cuda VC_SHARE_ALL=1 "$TESTS/model_test_share"
 [ -x "$TESTS/rl_test_reward_model" ] && step "test_reward_model on cuda (score head vs transformers)" 30 \
     env VC_RM_DEVICE=cuda "$TESTS/rl_test_reward_model"
-[ -x "$TESTS/train_test_mtp" ] && step "test_mtp on cuda (MTP training of four layouts against PyTorch, f32)" 20 \
+[ -x "$TESTS/train_test_mtp" ] && step "test_mtp on cuda (MTP training of five layouts and two depths against PyTorch, f32)" 20 \
     env VC_MTP_DEVICE=cuda "$TESTS/train_test_mtp"
 # The CLI on the GPU: fixture check and the benches.
 BIN="$BUILD/verlc"
