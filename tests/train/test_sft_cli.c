@@ -355,13 +355,19 @@ int main(void) {
         }
         /* MTP training on 2 ranks: each depth's token mean over the whole mini-batch (counts summed over the ranks),
          * the same losses as on one rank */
-        snprintf(extra, sizeof extra, "--out %s/mdp --model %s/mimo model.mtp.enable=True model.mtp.enable_train=True "
-                 "model.mtp.mtp_loss_scaling_factor=0.3 max_steps=2 save_freq=2", TMP, TMP);
-        CHECK_MSG(sh(dp, extra) == 0, "MTP sft on 2 ranks failed: see %s/log.txt", TMP);
-        CHECK(sh("python3 -c \"import json,sys; f=lambda p: [(d['train/loss'], d['train/mtp_losses/mtp_1_loss']) for d in "
-                 "map(json.loads, open(p)) if 'train/loss' in d]; a, b = f('%2$s/mtpt/metrics.jsonl'), "
-                 "f('%2$s/mdp/metrics.jsonl'); sys.exit(0 if len(a) == len(b) == 2 and all(abs(x - y) <= 1e-5 * abs(x) "
-                 "for p, q in zip(a, b) for x, y in zip(p, q)) else 1)\"%4$s", NULL) == 0);
+        for (int z = 0; z < 2; z++) { /* plain data parallelism, then ZeRO-2 (gradients reduced during backward) */
+            snprintf(extra, sizeof extra, "--out %s/mdp%d --model %s/mimo model.mtp.enable=True "
+                     "model.mtp.enable_train=True model.mtp.mtp_loss_scaling_factor=0.3 max_steps=2 save_freq=2 "
+                     "trainer.sharding=%s", TMP, z, TMP, z ? "zero2" : "none");
+            CHECK_MSG(sh(dp, extra) == 0, "MTP sft on 2 ranks (%s) failed: see %s/log.txt", z ? "zero2" : "plain", TMP);
+            char cmp[700];
+            snprintf(cmp, sizeof cmp, "python3 -c \"import json,sys; f=lambda p: [(d['train/loss'], "
+                     "d['train/mtp_losses/mtp_1_loss']) for d in map(json.loads, open(p)) if 'train/loss' in d]; "
+                     "a, b = f('%%2$s/mtpt/metrics.jsonl'), f('%%2$s/mdp%d/metrics.jsonl'); sys.exit(0 if len(a) == "
+                     "len(b) == 2 and all(abs(x - y) <= 1e-5 * abs(x) for p, q in zip(a, b) for x, y in zip(p, q)) "
+                     "else 1)\"%%4$s", z);
+            CHECK_MSG(sh(cmp, NULL) == 0, "MTP sft on 2 ranks (%s): losses differ from one rank's", z ? "zero2" : "plain");
+        }
     } else
         printf("legacy sft on 2 ranks skipped: a sanitizer build, no MPI in this build or no mpirun\n");
     /* later verl's optim.optimizer=muon (Megatron-core's Muon on the matrices, its arithmetic: test_muon.c): one momentum
