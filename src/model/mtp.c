@@ -1,10 +1,12 @@
 /* Trained multi-token-prediction layers (verl's model.mtp.enable_train; Megatron's MultiTokenPredictionBlock): depth k
  * (k = 0 ..) reads the hidden states h of depth k - 1 (the main model's final, normed ones for k = 0) and the token
  * embeddings of the ids k + 1 positions on within each sequence, and computes
- *     x = proj(cat(hnorm(h), enorm(emb)))     (MiMo's input_proj: [hidden, embedding]; Megatron's eh_proj the other way)
+ *     x = proj(cat(hnorm(h), enorm(emb)))     (MiMo's and MiMo-V2-Flash's [hidden, embedding]; Megatron's, Qwen's,
+ *                                              DeepSeek's and GLM's [embedding, hidden])
  *     x = final_norm(decoder_layer(x))        (one decoder layer at the same positions)
  * whose LM-head log-probs (the head's weights detached) predict the token k + 2 positions on. The layers are rows
- * n_layer + 1 .. of the model's slots, each configured as the model's last decoder layer, so the one decoder runs them. */
+ * n_layer + 1 .. of the model's slots, each configured as the model's last decoder layer (MiMo-V2-Flash's: its last
+ * sliding-window one, with a dense MLP), so the one decoder runs them. */
 #include "decoder_priv.h"
 #include "model_internal.h"
 #include <string.h>
@@ -70,13 +72,20 @@ vc_status vc_mtp_forward(fwd_ctx *f, vc_tensor *h) {
     }
     int64_t H = c->hidden;
     vc_tensor *prev = h;
-    vc_batch nb = *b; /* (router replay records and replays the decoder's layers only) */
-    nb.route = NULL, nb.route_mode = VC_ROUTE_NONE;
-    f->b = &nb;
+    /* the batch without router replay, which records and replays the decoder's layers only (in the arena: the
+     * layers' nodes may keep it until backward) */
+    vc_batch *nb = vc_graph_alloc(g, sizeof *nb, 0);
+    if (!nb) return vc_graph_status(g);
+    *nb = *b;
+    nb->route = NULL, nb->route_mode = VC_ROUTE_NONE;
+    f->b = nb;
     for (int k = 0; k < c->n_mtp && prev; k++) {
         int row = (int)c->n_layer + 1 + k;
         const int32_t *ids = rolled_ids(f, k + 1);
-        if (!ids) return vc_graph_status(g);
+        if (!ids) {
+            prev = NULL;
+            break;
+        }
         if (b->mtp_detach) vc_graph_set_grad(g, 0); /* (detach_encoder: the embeddings and h as constants) */
         vc_tensor *e = vc_op_embedding(g, vc_w(f->m, -1, VC_W_TOK_EMBD), ids, f->T);
         if (e && c->emb_scale) e = vc_op_scale(g, e, c->emb_scale);
