@@ -235,11 +235,13 @@ void vc_model_free(vc_model *m);
 const vc_model_config *vc_model_cfg(const vc_model *m);
 int64_t vc_model_param_count(const vc_model *m);
 /* the multi-token-prediction layers its config.json declares (verl's count: num_nextn_predict_layers, or
- * mtp_num_hidden_layers, also under text_config; Mellum's num_mtp_layers), 0 for none: the forward does not use them,
- * an export copies their tensors through (verl's actor_rollout_ref.model.mtp.enable without enable_train) */
+ * mtp_num_hidden_layers, also under text_config; Mellum's num_mtp_layers), 0 for none: loaded by vc_model_load, the
+ * forward does not use them and an export copies their tensors through (verl's actor_rollout_ref.model.mtp.enable
+ * without enable_train); vc_model_load_mtp trains them */
 int vc_model_mtp_layers(const vc_model *m);
 /* verl's `key`=true (model.mtp.enable without enable_train) for the model loaded from dir: an error when it declares no
- * MTP layers (as verl's check_mtp_config), else (say: printed) a notice that they are kept, not trained */
+ * MTP layers (as verl's check_mtp_config), else (say: printed) a notice that they are kept, not trained (enable_train:
+ * vc_model_load_mtp) */
 vc_status vc_mtp_enable_check(const vc_model *m, const char *dir, const char *key, int say);
 /* the weights of its matrices one token multiplies by (projections, routers, shared experts, a token's top-k routed
  * experts; no embeddings, LM head or score head, norms, biases or buffers): verl's FlopsCounter's N less its

@@ -236,7 +236,8 @@ static const key_def KEYS[] = {
     { "model.mtp.enable", "mtp_enable", K_BOOL, F(mtp_enable),
       "the checkpoint's multi-token-prediction layers are kept (copied through on export; trained with enable_train)" },
     { "model.mtp.enable_train", "mtp_enable_train", K_BOOL, F(mtp_train),
-      "with model.mtp.enable: the MTP layers are trained, their loss added (MiMo's layout)" },
+      "with model.mtp.enable: the MTP layers are trained, their loss added (MiMo, MiMo-V2-Flash, Qwen3-Next / "
+      "Qwen3.5, DeepSeek-V3 / GLM-4.5 layouts)" },
     { "model.mtp.detach_encoder", "mtp_detach_encoder", K_BOOL, F(mtp_detach),
       "MTP training: the loss reaches the MTP layers only (not the embeddings or the decoder)" },
     { "model.mtp.mtp_loss_scaling_factor", "mtp_loss_scaling_factor", K_F64, F(mtp_scale),
