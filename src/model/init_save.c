@@ -161,25 +161,32 @@ static int vision_param(const vc_model *m, const char *name) {
     return 0;
 }
 
-/* 1 when `name` is one of the model's sources (written from its parameters: trained MTP layers under an ignored prefix) */
-static int own_source(const vc_model *m, const char *name) {
-    for (int i = 0; m->cfg.n_mtp && i < m->n_src; i++)
-        if (!strcmp(m->src[i].name, name)) return 1;
-    return 0;
+static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* 1 when `name` is one of the model's sources (own: their names sorted; written from its parameters: trained MTP layers
+ * under an ignored prefix) */
+static int own_source(const char **own, int n, const char *name) {
+    return own && bsearch(&name, own, (size_t)n, sizeof *own, cmp_name) != NULL;
 }
 
 /* the source checkpoint's tensors of other towers (a multimodal model's vision tower verlc does not build) and its
  * multi-token-prediction layers, as they were, so the export loads as the same kind of model */
 static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w, vc_checkpoint **ck) {
     if (!m->dir) return VC_OK;
+    const char **own = m->cfg.n_mtp ? vc_malloc(sizeof *own * (size_t)(m->n_src + 1)) : NULL;
+    if (m->cfg.n_mtp && !own) return VC_ERR_NOMEM;
+    for (int i = 0; own && i < m->n_src; i++) own[i] = m->src[i].name;
+    if (own) qsort(own, (size_t)m->n_src, sizeof *own, cmp_name);
     vc_status st = vc_ckpt_open(m->dir, ck); /* open until the file is written: its data is referenced, not copied */
     for (int i = 0; !st && i < vc_ckpt_count(*ck); i++) {
         const vc_st_tensor *t = vc_ckpt_at(*ck, i);
         int mtp = vc_arch_mtp_tensor(&m->cfg, t->name) && !m->cfg.fp8_quant && !m->cfg.ct_quant; /* (the export writes
                                                       * plain weights without the quantization_config: not its MTP's) */
-        if ((vc_arch_other_tower(m->cfg.arch, t->name) || mtp) && !vision_param(m, t->name) && !own_source(m, t->name))
+        if ((vc_arch_other_tower(m->cfg.arch, t->name) || mtp) && !vision_param(m, t->name) &&
+            !own_source(own, m->n_src, t->name))
             st = vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 0);
     }
+    free(own);
     return st;
 }
 
