@@ -410,6 +410,9 @@ typedef struct vc_kv_pages {
      * call and zeroed when len[s] is 0 */
     float *state;
     const int32_t *state_slot;
+    /* layers a page holds (0: the model's n_layer). A pool the first MTP layer drafts with (speculative rollout:
+     * vc_model_mtp_forward_paged) holds n_layer + 1, that layer's keys and values after the decoder's */
+    int64_t n_layers;
 } vc_kv_pages;
 int64_t vc_kv_row_floats(const vc_model *m);
 /* floats of one sequence's linear-attention states, every such layer's (0: the model has none) */
@@ -423,6 +426,14 @@ vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_c
  * values are written into its pages (which must not be shared). No gradients. Every row is computed
  * independently of the other rows of the batch (given a row-invariant GEMM in the active backend). */
 vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, const vc_kv_pages *kv);
+/* The first MTP layer over a paged cache (drafting tokens: speculative rollout), no gradients: row t of sequence s
+ * is position kv->len[s] + (t - cu_seqlens[s]) of it, reading h's row t (the decoder's final hidden state at that
+ * position: vc_model_forward_paged's) and the embedding of b->ids[t] (the token after that position); its keys and
+ * values go into the pages' MTP layer (kv->n_layers must be n_layer + 1). Returns the layer's final normed hidden
+ * states [T, hidden], whose logits (vc_model_logits) predict the token after ids[t]: the same values as a
+ * training forward's mtp_out[0] at those positions (vc_batch.mtp_out). Needs the MTP layers loaded
+ * (vc_model_load_mtp); MTP layers of a model with linear-attention layers are not built for it. */
+vc_tensor *vc_model_mtp_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, const vc_kv_pages *kv, vc_tensor *h);
 /* Full logits [T, vocab] (soft-capped as the model does). */
 vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden);
 /* [R * K] log-softmax of the logits h W^T (soft-capped as the model does, divided by temperature when > 0) of

@@ -29,6 +29,14 @@ typedef struct vc_rollout_opts {
     int prefill_chunk;         /* max prompt tokens computed per step (default 512) */
     int no_prefix_cache;       /* 1: full KV pages are not reused between sequences (verl's
                                 * rollout.enable_prefix_caching=false); the outputs are the same either way */
+    /* 1: speculative decoding with the model's first MTP layer (verl's model.mtp.enable_rollout; vLLM's "mtp" method
+     * with one speculative token): each step a sequence's pending token and the MTP layer's draft of the token after
+     * it are computed together, and the draft is kept where the token sampled from the first row's logits (by the
+     * same uniform as without drafting) equals it, the second row's sample then following. The tokens and log-probs
+     * are those of generating without it (where the forward is row-invariant, as on the CPU: the same bits), about
+     * 1 + p(draft) tokens a step. Needs the MTP layers loaded (vc_model_load_mtp) and a model without
+     * linear-attention layers; the prefix cache is off with it, and a call with images does not draft. */
+    int speculative;
     const struct vc_tokenizer *tokenizer; /* for stop strings */
     void (*progress)(void *ctx, int done, int total, double tokens_per_s);
     void *progress_ctx;
@@ -77,6 +85,7 @@ typedef struct vc_rollout_stats {
     int64_t weight_copy_hits; /* bf16 GEMM operands read from the call's bf16 weight copies (bf16 matmuls) */
     int64_t graph_captures, graph_replays; /* decode steps captured / replayed as CUDA graphs (cuda) */
     int64_t graph_fallbacks; /* captures or replays that did not take (the step then ran eagerly) */
+    int64_t draft_tokens, draft_accepted; /* speculative decoding: drafts computed with the target's rows, and kept */
 } vc_rollout_stats;
 
 vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out);

@@ -37,6 +37,19 @@ vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_en
         free(e);
         return vc_fail(VC_ERR_ARG, "rollout: kv_fraction %g must be in (0, 1]", f);
     }
+    const vc_model_config *c = vc_model_cfg(m);
+    vc_status st = VC_OK;
+    if (e->o.speculative && !c->n_mtp)
+        st = vc_fail(VC_ERR_ARG, "rollout: speculative decoding drafts with the model's MTP layer, and %s was loaded "
+                     "without one (vc_model_load_mtp; its config declares %s)", c->model_type,
+                     "num_nextn_predict_layers or mtp_num_hidden_layers");
+    else if (e->o.speculative && vc_lin_state_floats(c))
+        st = vc_fail(VC_ERR_UNSUPPORTED, "rollout: speculative decoding of a model with linear-attention layers (%s) is "
+                     "not built (their states cannot take back a rejected draft)", c->model_type);
+    if (st) {
+        free(e);
+        return st;
+    }
     e->row = vc_kv_row_floats(m);
     e->kept_pad = -1;
     *out = e;
@@ -80,8 +93,11 @@ static int kv_bf16(const vc_rollout_engine *e) {
     return vc_matmul_precision() == VC_PREC_BF16 && !(env && *env == '0') && e->row % 2 == 0;
 }
 
+/* the layers a page holds: the decoder's, and with speculative decoding the MTP layer's after them */
+static int64_t kv_layers(const vc_rollout_engine *e) { return vc_model_cfg(e->m)->n_layer + (e->o.speculative != 0); }
+
 static size_t page_bytes(const vc_rollout_engine *e) {
-    return vc_kv_page_bytes(e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row, kv_bf16(e));
+    return vc_kv_page_bytes(e->o.page_tokens, kv_layers(e), e->row, kv_bf16(e));
 }
 
 static double budget_bytes(const vc_rollout_engine *e) {
@@ -248,8 +264,12 @@ static vc_status fork_prompt(vc_run *R, vc_seq *p, const int32_t *tok, const flo
         }
         append(c, tok[i], lp[i], lps[i]);
         int f = finish_reason(R, c);
-        if (f >= 0) finalize(R, c, f);
-        else admit_or_wait(R, c, p);
+        if (f >= 0) {
+            finalize(R, c, f);
+            continue;
+        }
+        admit_or_wait(R, c, p);
+        if (R->spec) R->sb.kids[R->sb.n_kids++] = c;
     }
     vc_seq_free(R, p);
     return VC_OK;
@@ -257,6 +277,10 @@ static vc_status fork_prompt(vc_run *R, vc_seq *p, const int32_t *tok, const flo
 
 typedef struct {
     int64_t *cu, *len;
+    int64_t *c0;             /* [plan] each planned sequence's computed tokens before the step */
+    int *pi;                 /* [rows] the plan entry of each sampling row */
+    int8_t *kind;            /* [rows] ROW_ONE, or a drafted sequence's two: ROW_VERIFY then ROW_BONUS */
+    vc_tensor *h;            /* the step's final hidden states (speculative decoding reads them) */
     int32_t *ids, *slot;
     const int32_t **table;
     vc_seq **rows;
@@ -267,6 +291,7 @@ typedef struct {
     int32_t *tok;
     float *lp, *lps;
     int64_t cap_tokens, cap_draws;
+    int cap_rows;
     int64_t *delta;          /* calls with images: each row's M-RoPE delta (0 for a prompt computed from its start) */
     int64_t *span;           /* ... and its image span (vc_batch): its prompt's length, 0 for a prompt without images */
     vc_images im;            /* the images of the rows computed from their start this step (im.n 0: none) */
@@ -275,33 +300,66 @@ typedef struct {
     int64_t cap_img, cap_pix;
 } step_buf;
 
+enum { ROW_ONE, ROW_VERIFY, ROW_BONUS };
+
+/* a drafted sequence's two rows (r, r + 1): the first row's sample, and where it is the draft the second row's after
+ * it; a draft not kept leaves its keys and values behind the sequence's end (the next step overwrites them). Its MTP
+ * rows: the positions computed. Returns 0 when it finished. */
+static int verify(vc_run *R, const step_buf *c, int r, vc_seq *s) {
+    int k = c->off[r], k2 = c->off[r + 1];
+    int32_t draft = s->draft;
+    s->draft = -1;
+    R->e->stats.draft_tokens++;
+    append(s, c->tok[k], c->lp[k], c->lps[k]);
+    int f = finish_reason(R, s);
+    if (f < 0 && c->tok[k] == draft) {
+        R->e->stats.draft_accepted++;
+        R->e->stats.generated++;
+        append(s, c->tok[k2], c->lp[k2], c->lps[k2]);
+        f = finish_reason(R, s);
+    } else if (f < 0)
+        s->n_cached--;
+    if (f >= 0) finalize(R, s, f);
+    return f < 0;
+}
+
 static vc_status bookkeeping(vc_run *R, const step_buf *c, int n_rows) {
-    for (int r = 0; r < n_rows; r++) {
+    vc_status st = VC_OK;
+    for (int r = 0; r < n_rows && !st; r++) {
         vc_seq *s = c->rows[r];
-        int k = c->off[r];
+        int k = c->off[r], i = c->pi[r];
+        int64_t c0 = c->c0[i], hrow = c->cu[i];
         R->e->stats.generated += s->sample < 0 ? R->reqs[s->req].n_samples : 1;
         if (s->sample < 0) {
-            vc_status st = fork_prompt(R, s, c->tok + k, c->lp + k, c->lps + k);
-            if (st) return st;
+            if ((st = fork_prompt(R, s, c->tok + k, c->lp + k, c->lps + k))) return st;
+            if (R->spec) st = vc_spec_fork(R, c0, hrow);
             continue;
         }
-        append(s, c->tok[k], c->lp[k], c->lps[k]);
-        int f = finish_reason(R, s);
-        if (f >= 0) finalize(R, s, f);
+        int live;
+        if (c->kind[r] == ROW_VERIFY) {
+            live = verify(R, c, r, s);
+            r++;
+        } else {
+            append(s, c->tok[k], c->lp[k], c->lps[k]);
+            int f = finish_reason(R, s);
+            if (f >= 0) finalize(R, s, f);
+            live = f < 0;
+        }
+        if (live && R->spec) st = vc_spec_add(R, s, c0, s->n_cached - c0, hrow, 1);
     }
-    return VC_OK;
+    return st;
 }
 
 /* the sampling row of sequence s (whose logits are row r) and the uniforms of its draws, keyed by
  * (seed, prompt, sample, position); a prompt prefill draws its n samples from one row */
-static void sample_row_setup(const vc_run *R, step_buf *b, int r, int n_draw) {
+static void sample_row_setup(const vc_run *R, step_buf *b, int r, int n_draw, int64_t ahead) {
     const vc_sampling *sp = R->sp;
     const vc_seq *s = b->rows[r];
     const vc_rollout_request *q = &R->reqs[s->req];
     int nd = s->sample < 0 ? q->n_samples : 1;
     b->srow[r] = (vc_sample_row){ .temperature = sp->temperature, .top_p = sp->top_p, .min_p = sp->min_p,
                                   .top_k = sp->top_k, .greedy = sp->greedy, .first = n_draw, .n = nd };
-    uint64_t pos = (uint64_t)(s->n_tok - s->n_prompt);
+    uint64_t pos = (uint64_t)(s->n_tok - s->n_prompt + ahead);
     for (int d = 0; d < nd; d++) {
         uint64_t smpl = (uint64_t)(s->sample < 0 ? d : s->sample);
         b->u[n_draw + d] = vc_rng_uniform(sp->seed, q->prompt_index, smpl, pos);
@@ -341,8 +399,9 @@ static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows,
     vc_graph_reset(g);
     vc_batch batch = { R->n_plan + n_pad, b->cu, b->ids, .images = b->im.n ? &b->im : NULL,
                        .mrope_delta = R->delta ? b->delta : NULL, .image_span = R->delta ? b->span : NULL };
-    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len, R->pool.bf16, R->state, b->slot };
-    vc_tensor *h = vc_model_forward_paged(m, g, &batch, &kv);
+    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len, R->pool.bf16, R->state, b->slot,
+                       R->pool.n_layer };
+    vc_tensor *h = b->h = vc_model_forward_paged(m, g, &batch, &kv);
     if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     if (n_rows == 0) return VC_OK;
     vc_tensor *hs = h;
@@ -460,6 +519,8 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
     for (int i = 0; i < R->n_plan; i++) {
         vc_seq *s = R->plan[i];
         if (T + s->plan_n > b->cap_tokens) return vc_fail(VC_ERR_INTERNAL, "rollout: step buffer overflow");
+        if (s->n_cached + s->plan_n > s->n_tok) s->tok[s->n_tok] = s->draft; /* (its row after the pending token) */
+        b->c0[i] = s->n_cached;
         memcpy(b->ids + T, s->tok + s->n_cached, (size_t)s->plan_n * sizeof *b->ids);
         T += s->plan_n;
         b->cu[i + 1] = T;
@@ -472,33 +533,45 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
     int n_rows = 0, n_draw = 0;
     for (int i = 0; i < R->n_plan; i++) {
         vc_seq *s = R->plan[i];
-        if (s->n_cached + s->plan_n < s->n_tok) continue;
-        b->rows[n_rows] = s;
-        b->off[n_rows] = n_draw;
-        b->at[n_rows] = b->cu[i + 1] - 1;
-        int nd = s->sample < 0 ? R->reqs[s->req].n_samples : 1;
-        if (n_draw + nd > b->cap_draws) return vc_fail(VC_ERR_INTERNAL, "rollout: draw buffer overflow");
-        sample_row_setup(R, b, n_rows, n_draw);
-        n_draw += nd;
-        n_rows++;
+        int64_t end = s->n_cached + s->plan_n;
+        if (end < s->n_tok) continue;
+        int two = end > s->n_tok; /* a draft's row: the pending token's row samples, then the draft's */
+        if (n_rows + 1 + two > b->cap_rows) return vc_fail(VC_ERR_INTERNAL, "rollout: row buffer overflow");
+        for (int j = 0; j <= two; j++) {
+            b->rows[n_rows] = s;
+            b->pi[n_rows] = i;
+            b->kind[n_rows] = two ? (j ? ROW_BONUS : ROW_VERIFY) : ROW_ONE;
+            b->off[n_rows] = n_draw;
+            b->at[n_rows] = b->cu[i + 1] - 1 - two + j;
+            int nd = s->sample < 0 ? R->reqs[s->req].n_samples : 1;
+            if (n_draw + nd > b->cap_draws) return vc_fail(VC_ERR_INTERNAL, "rollout: draw buffer overflow");
+            sample_row_setup(R, b, n_rows, n_draw, j);
+            n_draw += nd;
+            n_rows++;
+        }
     }
     vc_tensor *z = NULL;
     if ((st = forward_graph(R, g, b, n_rows, n_rows == R->n_plan && T == n_rows, &z))) return st;
     R->e->stats.steps++;
     for (int i = 0; i < R->n_plan; i++) {
         vc_seq *s = R->plan[i];
-        if (s->n_tok - s->n_cached == 1 && s->plan_n == 1) R->e->stats.decode_tokens++;
+        if (s->n_tok - s->n_cached == 1) R->e->stats.decode_tokens += s->plan_n; /* (with a draft's row: 2) */
         else R->e->stats.prefill_tokens += s->plan_n;
         s->n_cached += s->plan_n;
         vc_seq_register(R, s);
+        /* a prompt chunk before its last: the MTP rows of its positions (their next tokens are the prompt's) */
+        if (R->spec && s->n_cached < s->n_tok && (st = vc_spec_add(R, s, b->c0[i], s->plan_n, b->cu[i], 0))) return st;
     }
-    if (n_rows == 0) return VC_OK;
-    if ((st = sample_step(g, b, z, n_rows, n_draw, vc_cfg_out_vocab(cfg)))) return st;
-    return bookkeeping(R, b, n_rows);
+    if (n_rows && (st = sample_step(g, b, z, n_rows, n_draw, vc_cfg_out_vocab(cfg)))) return st;
+    if (n_rows && (st = bookkeeping(R, b, n_rows))) return st;
+    return R->spec ? vc_spec_draft(R, g, b->h) : VC_OK;
 }
 
 /* ---- the call ---- */
 static void step_buf_free(step_buf *b) {
+    free(b->c0);
+    free(b->pi);
+    free(b->kind);
     free(b->cu);
     free(b->len);
     free(b->ids);
@@ -519,27 +592,32 @@ static void step_buf_free(step_buf *b) {
     free(b->ts);
 }
 
-static vc_status step_buf_init(step_buf *b, int max_seqs, int64_t tokens, int64_t draws) {
+/* rows: sampling rows a sequence may take (2 with speculative decoding) */
+static vc_status step_buf_init(step_buf *b, int max_seqs, int64_t tokens, int64_t draws, int rows) {
     memset(b, 0, sizeof *b);
-    size_t n = (size_t)max_seqs + 1;
+    size_t n = (size_t)max_seqs + 1, nr = n * (size_t)rows;
     b->cap_tokens = tokens;
     b->cap_draws = draws;
+    b->cap_rows = (int)nr;
+    b->c0 = vc_malloc(n * sizeof *b->c0);
+    b->pi = vc_malloc(nr * sizeof *b->pi);
+    b->kind = vc_malloc(nr * sizeof *b->kind);
     b->cu = vc_malloc((n + 1) * sizeof *b->cu);
     b->len = vc_malloc(n * sizeof *b->len);
     b->ids = vc_malloc((size_t)tokens * sizeof *b->ids);
     b->table = vc_malloc(n * sizeof *b->table);
     b->slot = vc_malloc(n * sizeof *b->slot);
-    b->rows = vc_malloc(n * sizeof *b->rows);
-    b->off = vc_malloc(n * sizeof *b->off);
-    b->at = vc_malloc(n * sizeof *b->at);
-    b->srow = vc_malloc(n * sizeof *b->srow);
+    b->rows = vc_malloc(nr * sizeof *b->rows);
+    b->off = vc_malloc(nr * sizeof *b->off);
+    b->at = vc_malloc(nr * sizeof *b->at);
+    b->srow = vc_malloc(nr * sizeof *b->srow);
     b->u = vc_malloc((size_t)draws * sizeof *b->u);
     b->tok = vc_malloc((size_t)draws * sizeof *b->tok);
     b->lp = vc_malloc((size_t)draws * sizeof *b->lp);
     b->lps = vc_malloc((size_t)draws * sizeof *b->lps);
     b->delta = vc_calloc(n, sizeof *b->delta);
     b->span = vc_calloc(n, sizeof *b->span);
-    if (!b->delta || !b->span || !b->cu || !b->len || !b->ids || !b->table || !b->slot || !b->rows || !b->off || !b->at || !b->srow || !b->u || !b->tok || !b->lp || !b->lps)
+    if (!b->c0 || !b->pi || !b->kind || !b->delta || !b->span || !b->cu || !b->len || !b->ids || !b->table || !b->slot || !b->rows || !b->off || !b->at || !b->srow || !b->u || !b->tok || !b->lp || !b->lps)
         return VC_ERR_NOMEM;
     return VC_OK;
 }
@@ -589,7 +667,7 @@ static vc_status pool_open(vc_rollout_engine *e, vc_run *R, int64_t np, int pad,
     int bf = kv_bf16(e);
     if (e->session && k->mem) {
         int fits = k->be == be && k->page_tokens == e->o.page_tokens && k->row == e->row && k->bf16 == bf &&
-                   k->n_layer == vc_model_cfg(e->m)->n_layer && k->n_pages >= np + pad && (e->kept_pad >= 0) == pad;
+                   k->n_layer == kv_layers(e) && k->n_pages >= np + pad && (e->kept_pad >= 0) == pad;
         if (fits) {
             R->pool = *k, R->pad_page = e->kept_pad;
             R->pool.peak_used = vc_kv_pool_used(&R->pool);
@@ -604,9 +682,11 @@ static vc_status pool_open(vc_rollout_engine *e, vc_run *R, int64_t np, int pad,
         int64_t b = vc_rollout_budget_pages(e);
         np = 4 * np < b ? 4 * np : b > np ? b : np;
     }
-    vc_status st = vc_kv_pool_init(&R->pool, np + pad, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row, bf);
-    /* the prefix cache shares pages, not the linear-attention states at their ends: off for such models */
-    if (!st && !e->o.no_prefix_cache && !vc_lin_state_floats(vc_model_cfg(e->m))) st = vc_kv_cache_enable(&R->pool);
+    vc_status st = vc_kv_pool_init(&R->pool, np + pad, e->o.page_tokens, kv_layers(e), e->row, bf);
+    /* the prefix cache shares pages, not the linear-attention states at their ends: off for such models; nor the MTP
+     * layer's rows at a page's end, which read the token after it */
+    if (!st && !e->o.no_prefix_cache && !vc_lin_state_floats(vc_model_cfg(e->m)) && !e->o.speculative)
+        st = vc_kv_cache_enable(&R->pool);
     R->pad_page = !st && pad ? vc_kv_page_alloc(&R->pool) : -1;
     return st;
 }
@@ -663,9 +743,13 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
     vc_graph *g = vc_graph_new();
     step_buf b;
     const vc_backend *prev = vc_be();
-    st = step_buf_init(&b, e->o.max_batch, (int64_t)e->o.max_batch + 2 + e->o.prefill_chunk + whole,
-                       (int64_t)(e->o.max_batch + 1) * max_n);
+    int rows = e->o.speculative ? 2 : 1; /* (a drafted sequence: two rows, two draws) */
+    st = step_buf_init(&b, e->o.max_batch, (int64_t)rows * (e->o.max_batch + 1) + 1 + e->o.prefill_chunk + whole,
+                       (int64_t)(e->o.max_batch + 1) * max_n * rows, rows);
     if (!st) st = image_deltas(&R);
+    R.spec = e->o.speculative && !R.delta;
+    R.sb.kids = R.spec ? vc_malloc(sizeof *R.sb.kids * (size_t)max_n) : NULL;
+    if (!st && R.spec && !R.sb.kids) st = VC_ERR_NOMEM;
     if (!st) st = alloc_outputs(&R, total);
     if (!st && !g) st = VC_ERR_NOMEM;
     if (st) goto out;
@@ -724,6 +808,7 @@ out:
     free(R.base);
     free(R.left);
     free(R.delta);
+    vc_spec_buf_free(&R.sb);
     vc_graph_free(g);
     step_buf_free(&b);
     if (st) {

@@ -19,6 +19,8 @@ typedef struct vc_seq {
     int64_t n_reg;          /* leading full pages registered in the prefix cache (or found there) */
     int32_t last_reg;       /* the registered page of the last of them (-1: none) */
     float *logp, *logp_s;   /* per generated token */
+    int64_t n_mtp;          /* speculative decoding: positions whose keys and values the MTP layer has in the pages */
+    int32_t draft;          /* ... the MTP layer's draft of token n_tok (-1: none; then n_mtp == n_cached == n_tok - 1) */
     int64_t order;          /* priority: lower is older; the newest are preempted first */
     int state, planned;
     int64_t plan_n;         /* tokens computed this step */
@@ -34,6 +36,21 @@ struct vc_rollout_engine {
     vc_kv_pool kept;        /* that pool between calls (mem NULL: none) */
     int32_t kept_pad;       /* its padding page (-1: none) */
 };
+
+/* speculative decoding: the MTP layer's rows of a step, one entry per sequence (spec.c) */
+typedef struct vc_spec_entry {
+    vc_seq *s;
+    int64_t pos, n;         /* positions [pos, pos + n) of the MTP layer, reading token pos + 1 ... */
+    int64_t hrow;           /* ... and the step's hidden-state rows [hrow, hrow + n) */
+    int draft;              /* the last row drafts s's next token */
+} vc_spec_entry;
+
+typedef struct vc_spec_buf {
+    vc_spec_entry *e;
+    int n, cap;
+    vc_seq **kids;          /* a forking prompt's samples still running or waiting */
+    int n_kids, cap_kids;
+} vc_spec_buf;
 
 typedef struct vc_run {
     vc_rollout_engine *e;
@@ -62,6 +79,8 @@ typedef struct vc_run {
     /* calls with images: each request's M-RoPE delta (what its positions add to the cached tokens' count after
      * the prompt, vc_mrope_positions); NULL when no request has images */
     int64_t *delta;
+    int spec;               /* speculative decoding this call (the engine's option, no images) */
+    vc_spec_buf sb;
 } vc_run;
 
 /* s belongs to a request with images: computed whole from its first token, never in the prefix cache */
@@ -88,4 +107,16 @@ void vc_wait_insert(vc_run *R, vc_seq *s);
 /* Chooses this step's sequences and token counts (R->plan), preempting the newest sequences when the
  * pool runs out; returns the number planned. */
 vc_status vc_sched_plan(vc_run *R);
+
+/* ---- speculative decoding (spec.c) ---- */
+/* the MTP rows of sequence s this step: positions [pos, pos + n) reading hidden-state rows [hrow, ..); draft: its last
+ * row drafts s's next token */
+vc_status vc_spec_add(vc_run *R, vc_seq *s, int64_t pos, int64_t n, int64_t hrow, int draft);
+/* a prompt whose pending tokens this step were positions [c0, n_prompt) (hidden-state rows from hrow) forked into the
+ * samples R->sb.kids: each gets its own copy of the page holding the prompt's last position (the MTP layer's keys and
+ * values there read its own first token) where the pool has one, and the MTP rows up to it */
+vc_status vc_spec_fork(vc_run *R, int64_t c0, int64_t hrow);
+/* the step's MTP rows over the hidden states h (the step's forward's, [T, H]) and each entry's draft */
+vc_status vc_spec_draft(vc_run *R, vc_graph *g, vc_tensor *h);
+void vc_spec_buf_free(vc_spec_buf *b);
 #endif

@@ -322,7 +322,7 @@ static vc_status rope_tables_host(fwd_ctx *f, const vc_rope *r, float *cs, int h
  * and each layer's append is one scatter for the whole batch. Uploaded once per forward. */
 static vc_status paged_offsets(fwd_ctx *f) {
     const vc_kv_pages *kv = f->paged;
-    int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = f->m->cfg.n_layer;
+    int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = kv_page_layers(f);
     int64_t *off = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(f->T ? f->T : 1), 0);
     if (!off) return vc_graph_status(f->g);
     for (int s = 0; s < f->b->n_seq; s++) {
@@ -340,18 +340,18 @@ static vc_status paged_offsets(fwd_ctx *f) {
 static vc_tensor *attend_paged(fwd_ctx *f, int layer, int append, vc_attn_desc *d, vc_tensor *q, vc_tensor *k,
                                vc_tensor *v) {
     const vc_kv_pages *kv = f->paged;
-    int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = f->m->cfg.n_layer;
+    int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = kv_page_layers(f);
     int64_t kw = (int64_t)d->n_kv_head * d->head_dim, vw = (int64_t)d->n_kv_head * d->v_head_dim;
+    size_t lo = kv_layer_at(f, layer, row); /* the layer's rows within a page */
     if (!append || f->kv_stored) {
         f->kv_stored = 0;
     } else if (f->T > 0 && kv->bf16 && vc_be()->scatter_kv_bf16) { /* keys and values in one pass */
-        vc_be()->scatter_kv_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row)), f->kv_off, k->data, kw, v->data, vw, f->T);
+        vc_be()->scatter_kv_bf16(pool_at(kv, lo), f->kv_off, k->data, kw, v->data, vw, f->T);
     } else if (f->T > 0 && kv->bf16) {
-        vc_be()->scatter_rows_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row)), f->kv_off, k->data, kw, f->T, kw);
-        vc_be()->scatter_rows_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row) + (size_t)kw), f->kv_off, v->data, vw,
-                                   f->T, vw);
+        vc_be()->scatter_rows_bf16(pool_at(kv, lo), f->kv_off, k->data, kw, f->T, kw);
+        vc_be()->scatter_rows_bf16(pool_at(kv, lo + (size_t)kw), f->kv_off, v->data, vw, f->T, vw);
     } else if (f->T > 0) {
-        float *base = kv->pool + (size_t)layer * (size_t)(P * row);
+        float *base = kv->pool + lo;
         vc_be()->scatter_rows(base, f->kv_off, k->data, kw, f->T, kw);
         vc_be()->scatter_rows(base + kw, f->kv_off, v->data, vw, f->T, vw);
     }
@@ -366,7 +366,7 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, int append, vc_attn_desc *
         const float **kp = vc_graph_alloc(f->g, sizeof(float *) * (size_t)(npg ? npg : 1) * 2, 0);
         if (!kp) return NULL;
         for (int64_t i = 0; i < npg; i++) {
-            size_t at = ((size_t)kv->table[s][i] * (size_t)nl + (size_t)layer) * (size_t)(P * row);
+            size_t at = (size_t)kv->table[s][i] * (size_t)nl * (size_t)(P * row) + lo;
             kp[i] = pool_at(kv, at);
             kp[npg + i] = pool_at(kv, at + (size_t)kw);
         }
@@ -377,8 +377,8 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, int append, vc_attn_desc *
     d->k_pages = pp;
     d->v_pages = pp + d->n_seq;
     d->page_tokens = P;
-    d->k_base = pool_at(kv, (size_t)layer * (size_t)(P * row)); /* page 0 of this layer: below every page */
-    d->v_base = pool_at(kv, (size_t)layer * (size_t)(P * row) + (size_t)kw);
+    d->k_base = pool_at(kv, lo); /* page 0 of this layer: below every page */
+    d->v_base = pool_at(kv, lo + (size_t)kw);
     d->kv_bf16 = kv->bf16;
     d->hold_out = f->hold_o;
     d->same_pages = f->pages_sent;
@@ -608,8 +608,7 @@ static int qkv_fused(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **q, vc_tensor *
                       loc ? f->cos_l : f->cos, loc ? f->sin_l : f->sin, NULL, NULL };
     const vc_kv_pages *kv = f->paged;
     if (kv && kv->bf16 && T > 0 && vc_be()->scatter_kv_bf16) { /* the keys and values straight into their pages */
-        int64_t row = vc_kv_row_floats(m), P = kv->page_tokens;
-        d.kv_dst = pool_at(kv, (size_t)l * (size_t)(P * row));
+        d.kv_dst = pool_at(kv, kv_layer_at(f, l, vc_kv_row_floats(m)));
         d.kv_off = f->kv_off;
     }
     if (!vc_op_qkv_rope(f->g, h, Wq, Wk, Wv, vc_w(m, l, VC_W_Q_B), vc_w(m, l, VC_W_K_B), vc_w(m, l, VC_W_V_B), &d, q, k,
@@ -1564,6 +1563,17 @@ static vc_tensor *deepstack(fwd_ctx *f, int l, vc_tensor *x) {
     return vc_op_add(f->g, x, vc_op_scatter_rows(f->g, f->deep[l], f->img_rows, f->n_img, f->T));
 }
 
+vc_status vc_dec_setup(fwd_ctx *f) {
+    vc_status st = prefix_rows(f);
+    if (!st) st = rope_tables(f);
+    if (!st && f->paged) st = paged_offsets(f);
+    if (!st) st = lin_seq_states(f);
+    if (!st) st = lin_tabs_upload(f);
+    if (!st) st = mup_upload(f);
+    if (!st) st = ones_upload(f);
+    return st ? st : vc_dsa_setup(f, !vc_graph_grad_enabled(f->g));
+}
+
 static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache, const vc_kv_pages *paged) {
     const vc_model_config *c = &m->cfg;
     const char *env = getenv("VERLC_BF16_ACT"), *gu = getenv("VERLC_FUSED_GATE_UP"); /* once per forward */
@@ -1602,9 +1612,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     int grad = vc_graph_grad_enabled(g);
     if (cache) vc_graph_set_grad(g, 0);
     vc_tensor *x = NULL;
-    if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK) &&
-        lin_seq_states(&f) == VC_OK && lin_tabs_upload(&f) == VC_OK && mup_upload(&f) == VC_OK &&
-        ones_upload(&f) == VC_OK && vc_dsa_setup(&f, !vc_graph_grad_enabled(g)) == VC_OK) {
+    if (vc_dec_setup(&f) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale); /* (the token embeddings only: Gemma's scaled embedding) */
         if (b->images && x) x = with_images(&f, x);

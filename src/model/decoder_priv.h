@@ -99,6 +99,18 @@ static inline float *pool_at(const vc_kv_pages *kv, size_t elems) {
     return kv->bf16 ? (float *)(void *)((uint16_t *)(void *)kv->pool + elems) : kv->pool + elems;
 }
 
+/* paged cache: the layers a page holds, and where layer (row) l's keys and values lie within a page's (an MTP row,
+ * past the globals' row n_layer, after the decoder's layers) */
+static inline int64_t kv_page_layers(const fwd_ctx *f) {
+    return f->paged->n_layers ? f->paged->n_layers : f->m->cfg.n_layer;
+}
+static inline size_t kv_layer_at(const fwd_ctx *f, int l, int64_t row) {
+    int64_t slot = l > f->m->cfg.n_layer ? l - 1 : l;
+    return (size_t)slot * (size_t)(f->paged->page_tokens * row);
+}
+/* the forward's per-call tables (positions and ropes, paged offsets, linear-attention states, ...) before its layers */
+vc_status vc_dec_setup(fwd_ctx *f);
+
 /* DeepSeek Sparse Attention (dsa.c): layer l's selection from its normed input h and q latent into f->dsa_sel[l] and
  * f->sel; with a cache, its indexer keys appended to the layer's rows */
 /* the decoder's norm of x by (layer, w_slot, b_slot) and its layer l (a row: an MTP row past n_layer too) */

@@ -77,8 +77,8 @@ static vc_status key_source(fwd_ctx *f, int l, vc_tensor *k, vc_attn_desc *d) {
     int64_t D = c->dsa_dim, xo = vc_dsa_key_offset(c), row = vc_kv_row_floats(f->m);
     if (f->paged) {
         const vc_kv_pages *kv = f->paged;
-        int64_t P = kv->page_tokens, nl = c->n_layer;
-        size_t base = (size_t)l * (size_t)(P * row) + (size_t)xo;
+        int64_t P = kv->page_tokens, nl = kv_page_layers(f);
+        size_t base = kv_layer_at(f, l, row) + (size_t)xo;
         if (f->T > 0 && kv->bf16) vc_be()->scatter_rows_bf16(pool_at(kv, base), f->kv_off, k->data, D, f->T, D);
         else if (f->T > 0) vc_be()->scatter_rows(pool_at(kv, base), f->kv_off, k->data, D, f->T, D);
         const float *const **pp = vc_graph_alloc(f->g, sizeof(void *) * (size_t)(n ? n : 1), 0);
@@ -88,7 +88,7 @@ static vc_status key_source(fwd_ctx *f, int l, vc_tensor *k, vc_attn_desc *d) {
             const float **kp = vc_graph_alloc(f->g, sizeof(float *) * (size_t)(npg ? npg : 1), 0);
             if (!kp) return vc_graph_status(f->g);
             for (int64_t i = 0; i < npg; i++)
-                kp[i] = pool_at(kv, ((size_t)kv->table[s][i] * (size_t)nl + (size_t)l) * (size_t)(P * row) + (size_t)xo);
+                kp[i] = pool_at(kv, (size_t)kv->table[s][i] * (size_t)nl * (size_t)(P * row) + base);
             pp[s] = kp;
         }
         d->k_pages = pp;

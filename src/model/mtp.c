@@ -55,6 +55,27 @@ static const int32_t *rolled_ids(fwd_ctx *f, int64_t shift) {
     return ids;
 }
 
+/* MTP row `row` over the hidden states prev [T, H] and the embeddings of ids (one per row): its final normed hidden
+ * states; detach: no gradient into the embeddings or prev */
+static vc_tensor *mtp_depth(fwd_ctx *f, int row, const int32_t *ids, vc_tensor *prev, int detach) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_graph *g = f->g;
+    int64_t H = c->hidden;
+    int grad = vc_graph_grad_enabled(g);
+    if (detach) vc_graph_set_grad(g, 0); /* (detach_encoder: the embeddings and h as constants) */
+    vc_tensor *e = vc_op_embedding(g, vc_w(f->m, -1, VC_W_TOK_EMBD), ids, f->T);
+    if (e && c->emb_scale) e = vc_op_scale(g, e, c->emb_scale);
+    vc_graph_set_grad(g, grad);
+    if (detach) prev = vc_tensor_wrap(g, prev->data, prev->ndim, prev->shape);
+    vc_tensor *en = e ? vc_dec_norm(f, e, row, VC_W_MTP_ENORM, 0) : NULL;
+    vc_tensor *hn = prev ? vc_dec_norm(f, prev, row, VC_W_MTP_HNORM, 0) : NULL;
+    vc_tensor *x = c->arch->mtp_hidden_first ? vc_op_concat_cols(g, hn, H, en, H, 1)
+                                             : vc_op_concat_cols(g, en, H, hn, H, 1);
+    x = vc_op_linear(g, x, vc_w(f->m, row, VC_W_MTP_PROJ), NULL);
+    x = x ? vc_dec_layer_forward(f, row, x) : NULL;
+    return x ? vc_dec_norm(f, x, row, VC_W_MTP_NORM, 0) : NULL;
+}
+
 vc_status vc_mtp_forward(fwd_ctx *f, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_graph *g = f->g;
@@ -70,7 +91,6 @@ vc_status vc_mtp_forward(fwd_ctx *f, vc_tensor *h) {
         vc_graph_fail(g, st);
         return st;
     }
-    int64_t H = c->hidden;
     vc_tensor *prev = h;
     /* the batch without router replay, which records and replays the decoder's layers only (in the arena: the
      * layers' nodes may keep it until backward) */
@@ -80,24 +100,8 @@ vc_status vc_mtp_forward(fwd_ctx *f, vc_tensor *h) {
     nb->route = NULL, nb->route_mode = VC_ROUTE_NONE;
     f->b = nb;
     for (int k = 0; k < c->n_mtp && prev; k++) {
-        int row = (int)c->n_layer + 1 + k;
         const int32_t *ids = rolled_ids(f, k + 1);
-        if (!ids) {
-            prev = NULL;
-            break;
-        }
-        if (b->mtp_detach) vc_graph_set_grad(g, 0); /* (detach_encoder: the embeddings and h as constants) */
-        vc_tensor *e = vc_op_embedding(g, vc_w(f->m, -1, VC_W_TOK_EMBD), ids, f->T);
-        if (e && c->emb_scale) e = vc_op_scale(g, e, c->emb_scale);
-        vc_graph_set_grad(g, 1);
-        if (b->mtp_detach) prev = vc_tensor_wrap(g, prev->data, prev->ndim, prev->shape);
-        vc_tensor *en = e ? vc_dec_norm(f, e, row, VC_W_MTP_ENORM, 0) : NULL;
-        vc_tensor *hn = prev ? vc_dec_norm(f, prev, row, VC_W_MTP_HNORM, 0) : NULL;
-        vc_tensor *x = c->arch->mtp_hidden_first ? vc_op_concat_cols(g, hn, H, en, H, 1)
-                                                 : vc_op_concat_cols(g, en, H, hn, H, 1);
-        x = vc_op_linear(g, x, vc_w(f->m, row, VC_W_MTP_PROJ), NULL);
-        x = x ? vc_dec_layer_forward(f, row, x) : NULL;
-        prev = b->mtp_out[k] = x ? vc_dec_norm(f, x, row, VC_W_MTP_NORM, 0) : NULL;
+        prev = ids ? b->mtp_out[k] = mtp_depth(f, (int)c->n_layer + 1 + k, ids, prev, b->mtp_detach) : NULL;
     }
     f->b = b;
     return prev ? VC_OK : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
@@ -109,4 +113,37 @@ vc_status vc_model_mtp_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, con
     vc_status st = vc_model_logprobs_rows(m, g, hidden, target, 1.0f, need, logp, NULL, NULL);
     m->head_detach = 0;
     return st;
+}
+
+vc_tensor *vc_model_mtp_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, const vc_kv_pages *kv, vc_tensor *h) {
+    const vc_model_config *c = &m->cfg;
+    fwd_ctx f = { .m = m, .g = g, .b = b, .paged = kv, .T = b->cu_seqlens[b->n_seq] };
+    vc_status st = VC_OK;
+    if (!c->n_mtp)
+        st = vc_fail(VC_ERR_ARG, "MTP forward: %s was loaded without its MTP layers", c->model_type);
+    else if (vc_lin_state_floats(c) || b->images || b->prefix || b->route)
+        st = vc_fail(VC_ERR_UNSUPPORTED, "MTP forward over a paged cache: not built for linear-attention layers, "
+                     "images, shared prefixes or router replay");
+    else if (kv->n_layers != c->n_layer + 1)
+        st = vc_fail(VC_ERR_ARG, "MTP forward: the KV pages hold %lld layers, not the %lld decoder layers and the MTP "
+                     "layer's", (long long)(kv->n_layers ? kv->n_layers : c->n_layer), (long long)c->n_layer + 1);
+    else if (!h || h->ndim != 2 || h->shape[0] != f.T || h->shape[1] != c->hidden)
+        st = vc_fail(VC_ERR_ARG, "MTP forward: hidden states are not [%lld, %lld]", (long long)f.T, (long long)c->hidden);
+    else if (m->be->alloc != vc_be()->alloc)
+        st = vc_fail(VC_ERR_ARG, "MTP forward: the weights are in %s memory but the active backend is %s", m->be->name,
+                     vc_be()->name);
+    for (int64_t t = 0; !st && t < f.T; t++)
+        if (b->ids[t] < 0 || b->ids[t] >= c->vocab)
+            st = vc_fail(VC_ERR_ARG, "MTP forward: token id %d at row %lld is outside the vocabulary (%lld)", b->ids[t],
+                         (long long)t, (long long)c->vocab);
+    if (st) {
+        vc_graph_fail(g, st);
+        return NULL;
+    }
+    int grad = vc_graph_grad_enabled(g);
+    vc_graph_set_grad(g, 0);
+    vc_tensor *y = vc_dec_setup(&f) ? NULL : mtp_depth(&f, (int)c->n_layer + 1, b->ids, h, 0);
+    vc_graph_set_grad(g, grad);
+    if (!y && vc_graph_status(g)) vc_fail(vc_graph_status(g), "%s", vc_last_error());
+    return y;
 }

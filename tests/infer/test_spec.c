@@ -1,0 +1,284 @@
+/* Speculative decoding with the MTP layer (vc_rollout_opts.speculative, verl's model.mtp.enable_rollout): the MTP
+ * layer over the paged cache gives a training forward's MTP hidden states; generating with drafts gives the tokens
+ * and log-probs of generating without them, bitwise, for MiMo's, DeepSeek-V3's (latent attention, experts) and
+ * MiMo-V2-Flash's (sliding layers with sinks) layouts, greedy and sampled, with n samples a prompt, chunked prompts,
+ * pages of 4 tokens, preemption, bf16 matmuls and pages; an MTP layer made to repeat the decoder's own prediction
+ * keeps most drafts (the drafts read the right positions and tokens); refusals. */
+#include "infer/infer.h"
+#include "infer_test_util.h"
+#include "verlc/device.h"
+#include "verlc/rng.h"
+#include "vc_test.h"
+#include <math.h>
+
+#define NP 5
+static int32_t prompts[NP][40];
+static const int plen[NP] = { 6, 13, 1, 29, 9 };
+
+static const char *CFG_MIMO =
+    "{\"architectures\": [\"MiMoForCausalLM\"], \"model_type\": \"mimo\", \"hidden_size\": 48, \"intermediate_size\": 64,"
+    " \"num_hidden_layers\": %d, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"vocab_size\": 300,"
+    " \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, \"num_nextn_predict_layers\": 1, \"bos_token_id\": 1,"
+    " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+static const char *CFG_DSV3 =
+    "{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"model_type\": \"deepseek_v3\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 64, \"moe_intermediate_size\": 16, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 4, \"q_lora_rank\": 24, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8,"
+    " \"qk_rope_head_dim\": 8, \"v_head_dim\": 8, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2,"
+    " \"n_shared_experts\": 1, \"first_k_dense_replace\": 1, \"n_group\": 1, \"topk_group\": 1,"
+    " \"num_nextn_predict_layers\": 1, \"vocab_size\": 300, \"rms_norm_eps\": 1e-6, \"bos_token_id\": 1,"
+    " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+static const char *CFG_MIMO_V2 =
+    "{\"architectures\": [\"MiMoV2FlashForCausalLM\"], \"model_type\": \"mimo_v2_flash\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 64, \"moe_intermediate_size\": 16, \"num_hidden_layers\": 3, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 1, \"head_dim\": 16, \"v_head_dim\": 8, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2,"
+    " \"sliding_window\": 5, \"layer_types\": [\"full_attention\", \"sliding_attention\", \"full_attention\"],"
+    " \"num_nextn_predict_layers\": 1, \"vocab_size\": 300, \"rms_norm_eps\": 1e-5, \"bos_token_id\": 1,"
+    " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
+/* a random model of config text (a %d for the layers where it has one) with its MTP layer */
+static vc_model *mtp_model(const char *fmt, int layers, uint64_t seed) {
+    char text[2048], path[] = "/tmp/vc_spec_cfgXXXXXX";
+    snprintf(text, sizeof text, fmt, layers);
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    (void)!write(fd, text, strlen(text));
+    close(fd);
+    vc_model *m = NULL;
+    vc_status st = vc_model_init_random_ex(path, seed, 1, &m);
+    unlink(path);
+    CHECK_MSG(st == VC_OK, "init: %s", vc_last_error());
+    return st ? NULL : m;
+}
+
+typedef struct {
+    int spec, max_batch, chunk, page, pages; /* pages: the KV pool's (0: room for all) */
+} run;
+
+static vc_rollout_sample *generate(vc_model *m, const vc_sampling *sp, run rc, int n, int *n_out, vc_rollout_stats *st) {
+    const vc_model_config *c = vc_model_cfg(m);
+    int pt = rc.page ? rc.page : 16, bf = vc_matmul_precision() == VC_PREC_BF16;
+    double page = (double)vc_kv_page_bytes(pt, c->n_layer + (rc.spec != 0), vc_kv_row_floats(m), bf);
+    vc_rollout_opts o = { .kv_budget_bytes = rc.pages ? (rc.pages + 0.5) * page : 32e6, .page_tokens = pt,
+                          .max_batch = rc.max_batch ? rc.max_batch : 16, .prefill_chunk = rc.chunk ? rc.chunk : 512,
+                          .speculative = rc.spec };
+    vc_rollout_request rq[NP];
+    for (int i = 0; i < NP; i++) rq[i] = (vc_rollout_request){ prompts[i], plen[i], n, (uint64_t)i };
+    vc_rollout_engine *e = NULL;
+    vc_rollout_sample *out = NULL;
+    *n_out = 0;
+    CHECK_OK(vc_rollout_new(m, &o, &e));
+    if (e) CHECK_MSG(vc_rollout_generate(e, rq, NP, sp, &out, n_out) == VC_OK, "generate: %s", vc_last_error());
+    if (e && st) vc_rollout_last_stats(e, st);
+    vc_rollout_free(e);
+    return out;
+}
+
+/* the MTP layer over paged pages, prompt in two chunks, equals the training forward's MTP hidden states */
+static void test_paged_vs_training(vc_model *m, const char *name) {
+    const vc_model_config *c = vc_model_cfg(m);
+    int64_t T = 14, H = c->hidden, cut = 5;
+    int32_t ids[14];
+    for (int t = 0; t < T; t++) ids[t] = 3 + (int32_t)vc_rng_below(290, 5, 0, 0, (uint64_t)t);
+    vc_graph *g = vc_graph_new();
+    vc_tensor *mo[VC_MTP_MAX] = { 0 };
+    int64_t cu[2] = { 0, T };
+    vc_batch b = { 1, cu, ids, .mtp_out = mo };
+    vc_tensor *h = vc_model_forward(m, g, &b, NULL);
+    float *ref = malloc(sizeof(float) * (size_t)(T * H)), *got = malloc(sizeof(float) * (size_t)(T * H));
+    CHECK(h && mo[0]);
+    if (h && mo[0]) CHECK_OK(vc_tensor_read(mo[0], ref));
+    vc_graph_free(g);
+    g = vc_graph_new();
+    vc_graph_set_grad(g, 0);
+    vc_kv_pool pool;
+    CHECK_OK(vc_kv_pool_init(&pool, 8, 4, c->n_layer + 1, vc_kv_row_floats(m), 0));
+    int32_t pages[8] = { 5, 2, 7, 0, 1, 3, 4, 6 };
+    const int32_t *tab[1] = { pages };
+    double err = 0, scale = 0;
+    for (int k = 0; k < 2; k++) { /* positions [0, cut) then [cut, T - 1): each reads the token after it */
+        int64_t p0 = k ? cut : 0, n = k ? T - 1 - cut : cut, len[1] = { p0 }, cu2[2] = { 0, n };
+        vc_graph_reset(g);
+        vc_batch bm = { 1, cu2, ids + p0 };
+        vc_kv_pages kv = { pool.mem, 4, tab, len, 0, .n_layers = c->n_layer + 1 };
+        vc_tensor *hm = vc_model_forward_paged(m, g, &bm, &kv);
+        vc_batch bt = { 1, cu2, ids + p0 + 1 };
+        vc_tensor *y = hm ? vc_model_mtp_forward_paged(m, g, &bt, &kv, hm) : NULL;
+        CHECK_MSG(y != NULL, "%s: %s", name, vc_last_error());
+        if (!y || vc_tensor_read(y, got)) break;
+        for (int64_t i = 0; i < n * H; i++) {
+            double d = fabs((double)got[i] - ref[p0 * H + i]);
+            err = d > err ? d : err;
+            scale = fabs(ref[p0 * H + i]) > scale ? fabs(ref[p0 * H + i]) : scale;
+        }
+    }
+    CHECK_MSG(err <= 2e-5 * (scale > 1 ? scale : 1), "%s: the paged MTP layer is %.3g off the training forward's", name,
+              err);
+    printf("%s: MTP layer over pages (two chunks) within %.2g of the training forward's (largest %.2f)\n", name, err,
+           scale);
+    vc_kv_pool_release(&pool);
+    vc_graph_free(g);
+    free(ref);
+    free(got);
+}
+
+/* generating with drafts: the same samples as without, bitwise, in every run configuration */
+static void test_same(vc_model *m, const char *name, int64_t *drafts, int64_t *kept) {
+    int32_t eos[1] = { 2 };
+    vc_sampling sampled = { .temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .max_new_tokens = 14, .eos_ids = eos,
+                            .n_eos = 1, .seed = 77 };
+    vc_sampling greedy = { .greedy = 1, .max_new_tokens = 11, .seed = 1 };
+    const vc_sampling *sps[2] = { &sampled, &greedy };
+    static const run RUNS[] = { { 0, 16, 0, 0, 0 }, { 0, 2, 5, 4, 0 }, { 0, 16, 7, 4, 0 }, { 0, 3, 0, 4, 14 } };
+    int bad = 0, cases = 0;
+    for (int s = 0; s < 2; s++)
+        for (size_t r = 0; r < sizeof RUNS / sizeof RUNS[0]; r++) {
+            int n = s ? 1 : 3, na = 0, nb = 0;
+            run a = RUNS[r], b = RUNS[r];
+            b.spec = 1;
+            vc_rollout_stats sa, sb;
+            vc_rollout_sample *x = generate(m, sps[s], a, n, &na, &sa), *y = generate(m, sps[s], b, n, &nb, &sb);
+            cases++;
+            if (!x || !y || na != nb || !same_samples(x, y, na)) {
+                bad++;
+                fprintf(stderr, "%s: %s, run %zu: drafting changed the samples\n", name, s ? "greedy" : "sampled", r);
+            }
+            if (b.pages) CHECK_MSG(sb.preemptions > 0, "%s: run %zu preempted nothing", name, r);
+            CHECK_MSG(sa.draft_tokens == 0 && sb.draft_tokens > 0, "%s: %lld drafts", name, (long long)sb.draft_tokens);
+            *drafts += sb.draft_tokens;
+            *kept += sb.draft_accepted;
+            vc_rollout_samples_free(x, na);
+            vc_rollout_samples_free(y, nb);
+        }
+    CHECK_MSG(bad == 0, "%s: %d of %d runs differ with drafts", name, bad, cases);
+    printf("%s: %d runs the same with drafts as without\n", name, cases);
+}
+
+/* MiMo with one decoder layer whose MTP layer repeats it: the MTP layer's copy of layer 0 reading the next token's
+ * embedding (the projection passes the embedding half through, embedding rows of unit RMS) sees the sequence one
+ * position on, so it predicts what the decoder will; greedy drafts are then mostly kept */
+static void test_kept(void) {
+    vc_model *m = mtp_model(CFG_MIMO, 1, 21);
+    if (!m) return;
+    int np = vc_model_n_params(m);
+    int64_t H = vc_model_cfg(m)->hidden;
+    for (int i = 0; i < np; i++) {
+        const char *name = NULL;
+        vc_tensor *t = vc_model_param(m, i, &name, NULL);
+        float *v = malloc(sizeof(float) * (size_t)t->n);
+        CHECK_OK(vc_model_param_read(m, i, 0, v));
+        char want[256];
+        const char *mtp = "layers.2."; /* (the MTP row: past the decoder's layer 0 and the globals' row 1) */
+        if (!strcmp(name, "tok_embd")) {
+            for (int64_t r = 0; r < t->shape[0]; r++) {
+                double ss = 0;
+                for (int64_t k = 0; k < H; k++) ss += (double)v[r * H + k] * v[r * H + k];
+                for (int64_t k = 0; k < H; k++) v[r * H + k] = (float)(v[r * H + k] / sqrt(ss / (double)H));
+            }
+        } else if (!strcmp(name, "layers.2.mtp.proj")) { /* MiMo's [hidden, embedding] -> the embedding */
+            memset(v, 0, sizeof(float) * (size_t)t->n);
+            for (int64_t r = 0; r < H; r++) v[r * 2 * H + H + r] = 1;
+        } else if (!strncmp(name, mtp, strlen(mtp)) && strcmp(name, "layers.2.mtp.enorm") &&
+                   strcmp(name, "layers.2.mtp.hnorm")) {
+            snprintf(want, sizeof want, "layers.0.%s", name + strlen(mtp));
+            if (!strcmp(name, "layers.2.mtp.final_norm")) snprintf(want, sizeof want, "out_norm");
+            int found = 0;
+            for (int j = 0; j < np; j++) {
+                const char *o = NULL;
+                vc_model_param(m, j, &o, NULL);
+                if (!strcmp(o, want)) found = !vc_model_param_read(m, j, 0, v);
+            }
+            CHECK_MSG(found, "no %s for %s", want, name);
+        }
+        CHECK_OK(vc_model_param_write(m, i, v));
+        free(v);
+    }
+    vc_sampling greedy = { .greedy = 1, .max_new_tokens = 24, .seed = 1 };
+    int na = 0, nb = 0;
+    vc_rollout_stats sa, sb;
+    vc_rollout_sample *x = generate(m, &greedy, (run){ 0 }, 2, &na, &sa);
+    vc_rollout_sample *y = generate(m, &greedy, (run){ 1, 0, 0, 4, 0 }, 2, &nb, &sb);
+    CHECK(x && y && na == nb && same_samples(x, y, na));
+    double rate = sb.draft_tokens ? (double)sb.draft_accepted / (double)sb.draft_tokens : 0;
+    CHECK_MSG(rate > 0.5, "an MTP layer repeating the decoder kept %.2f of its drafts", rate);
+    printf("an MTP layer repeating the decoder: %lld of %lld greedy drafts kept (%.2f), %lld steps against %lld\n",
+           (long long)sb.draft_accepted, (long long)sb.draft_tokens, rate, (long long)sb.steps, (long long)sa.steps);
+    vc_rollout_samples_free(x, na);
+    vc_rollout_samples_free(y, nb);
+    vc_model_free(m);
+}
+
+static void test_refusals(void) {
+    vc_rollout_opts o = { .speculative = 1 };
+    vc_rollout_engine *e = NULL;
+    char path[] = "/tmp/vc_spec_cfgXXXXXX", text[2048];
+    snprintf(text, sizeof text, CFG_MIMO, 2);
+    int fd = mkstemp(path);
+    (void)!write(fd, text, strlen(text));
+    close(fd);
+    vc_model *plain = NULL;
+    CHECK_OK(vc_model_init_random_ex(path, 3, 0, &plain));
+    unlink(path);
+    if (plain) {
+        CHECK(vc_rollout_new(plain, &o, &e) == VC_ERR_ARG && !e);
+        CHECK_MSG(strstr(vc_last_error(), "MTP") != NULL, "%s", vc_last_error());
+        vc_clear_error();
+        vc_graph *g = vc_graph_new();
+        int64_t cu[2] = { 0, 1 }, len[1] = { 0 };
+        int32_t ids[1] = { 5 }, pg[1] = { 0 };
+        const int32_t *tab[1] = { pg };
+        vc_batch b = { 1, cu, ids };
+        vc_kv_pages kv = { NULL, 4, tab, len, 0, .n_layers = 3 };
+        CHECK(vc_model_mtp_forward_paged(plain, g, &b, &kv, NULL) == NULL && vc_graph_status(g) == VC_ERR_ARG);
+        vc_graph_free(g);
+    }
+    vc_model_free(plain);
+    vc_model *m = mtp_model(CFG_MIMO, 2, 3);
+    if (m) { /* pages without the MTP layer's room */
+        vc_graph *g = vc_graph_new();
+        vc_graph_set_grad(g, 0);
+        vc_kv_pool pool;
+        CHECK_OK(vc_kv_pool_init(&pool, 2, 4, 2, vc_kv_row_floats(m), 0));
+        int64_t cu[2] = { 0, 1 }, len[1] = { 0 };
+        int32_t ids[1] = { 5 }, pg[1] = { 0 }, bad[1] = { 400 };
+        const int32_t *tab[1] = { pg };
+        vc_batch b = { 1, cu, ids }, bb = { 1, cu, bad };
+        vc_kv_pages kv = { pool.mem, 4, tab, len, 0 };
+        vc_tensor *h = vc_model_forward_paged(m, g, &b, &kv);
+        CHECK(h && !vc_model_mtp_forward_paged(m, g, &b, &kv, h));
+        CHECK_MSG(strstr(vc_last_error(), "layers") != NULL, "%s", vc_last_error());
+        kv.n_layers = 3;
+        vc_graph_reset(g);
+        CHECK(!vc_model_mtp_forward_paged(m, g, &bb, &kv, h));
+        CHECK_MSG(strstr(vc_last_error(), "400") != NULL, "%s", vc_last_error());
+        vc_kv_pool_release(&pool);
+        vc_graph_free(g);
+    }
+    vc_model_free(m);
+    printf("refused: drafting without an MTP layer, pages without its room, a token past the vocabulary\n");
+}
+
+int main(void) {
+    for (int i = 0; i < NP; i++)
+        for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(290, 41, (uint64_t)i, 0, (uint64_t)t);
+    static const struct { const char **cfg, *name; int layers; uint64_t seed; } MODELS[] = {
+        { &CFG_MIMO, "mimo", 2, 5 }, { &CFG_DSV3, "deepseek-v3 (latent attention, experts)", 0, 7 },
+        { &CFG_MIMO_V2, "mimo-v2-flash (sliding layers, sinks)", 0, 9 } };
+    int64_t drafts = 0, kept = 0;
+    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) {
+        vc_model *m = mtp_model(*MODELS[i].cfg, MODELS[i].layers, MODELS[i].seed);
+        if (!m) continue;
+        test_paged_vs_training(m, MODELS[i].name);
+        test_same(m, MODELS[i].name, &drafts, &kept);
+        if (i == 0) { /* bf16 matmuls, bf16 pages */
+            vc_set_matmul_precision(VC_PREC_BF16);
+            test_same(m, "mimo, bf16 matmuls and pages", &drafts, &kept);
+            vc_set_matmul_precision(VC_PREC_F32);
+        }
+        vc_model_free(m);
+    }
+    printf("random MTP layers: %lld of %lld drafts kept\n", (long long)kept, (long long)drafts);
+    test_kept();
+    test_refusals();
+    return vc_test_done();
+}
