@@ -49,7 +49,7 @@ step() { # name, command... (each lane its own log)
     fi
 }
 TESTS="cuda_test_cuda_table cuda_test_cuda_ops cuda_test_cuda_copy cuda_test_cuda_attn cuda_test_cuda_train cuda_test_cuda_graph
-    model_test_route model_test_head_gather model_test_share train_test_mtp cuda_test_cuda_attn_bf16"
+    model_test_route model_test_head_gather model_test_share train_test_mtp infer_test_spec cuda_test_cuda_attn_bf16"
 [ "$MODE" = full ] && TESTS="$TESTS cuda_test_cuda_sample"
 # (Ninja for a new folder and ccache where installed, as the Makefile's builds: the C library's objects are the
 # Release build's)
@@ -102,6 +102,7 @@ lane_train() {
     step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
     step "model_test_share on cuda (Mamba 2's and Mamba 1's shared prompt states)" env VC_SHARE_DEVICE=cuda "$B/tests/model_test_share"
     step "train_test_mtp on cuda (MTP training of five layouts and two depths against PyTorch)" env VC_MTP_DEVICE=cuda "$B/tests/train_test_mtp"
+    step "infer_test_spec on cuda (drafting with the MTP layer: the same samples as without)" env VC_SPEC_DEVICE=cuda "$B/tests/infer_test_spec"
     step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
     step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
     return $fail

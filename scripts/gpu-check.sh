@@ -439,6 +439,8 @@ step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_
     env VC_RM_DEVICE=cuda "$TESTS/rl_test_reward_model"
 [ -x "$TESTS/train_test_mtp" ] && step "test_mtp on cuda (MTP training of five layouts and two depths against PyTorch, f32)" 20 \
     env VC_MTP_DEVICE=cuda "$TESTS/train_test_mtp"
+[ -x "$TESTS/infer_test_spec" ] && step "test_spec on cuda (drafting with the MTP layer vs without; row counts change cuBLAS's kernels, so a mismatch here is a finding, not a failure of drafting)" 20 \
+    env VC_SPEC_DEVICE=cuda "$TESTS/infer_test_spec"
 # The CLI on the GPU: fixture check and the benches.
 BIN="$BUILD/verlc"
 # The issue's benchmarks (bf16): Qwen2.5-0.5B and 1.5B shapes, training 16 x 512, log-probs 16 x 1024,

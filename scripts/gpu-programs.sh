@@ -13,7 +13,7 @@ case ${1:-} in
 targets)
     t="verlc_bin dist_test_dist"
     for f in tests/cuda/test_*.c; do t="$t cuda_$(basename "$f" .c)"; done
-    echo "$t model_test_lora model_test_route model_test_head_gather model_test_share rl_test_reward_model train_test_mtp"
+    echo "$t model_test_lora model_test_route model_test_head_gather model_test_share rl_test_reward_model train_test_mtp infer_test_spec"
     ;;
 digest)
     {

@@ -22,7 +22,7 @@ enum { OVER_ERROR, OVER_SKIP, OVER_TRUNCATE };
 
 typedef struct {
     const char *model, *input, *output, *tok_dir, *device, *precision;
-    int n, top_k, max_new, greedy, max_batch, max_prompt, overlong, threads, n_stop;
+    int n, top_k, max_new, greedy, max_batch, max_prompt, overlong, threads, n_stop, spec;
     uint64_t seed;
     float temperature, top_p, min_p;
     double kv_budget, kv_fraction;
@@ -34,6 +34,7 @@ static int usage(void) {
             "usage: verlc generate --model DIR --input prompts.jsonl --output out.jsonl [--tokenizer DIR]\n"
             "  [--n N] [--seed S] [--temperature T] [--top-p P] [--top-k K] [--min-p M] [--max-new-tokens N]\n"
             "  [--greedy] [--stop STR]... [--kv-budget BYTES|--kv-fraction F] [--max-batch B (256)] [--threads N]\n"
+            "  [--speculative (draft with the model's MTP layer: the same tokens, fewer steps)]\n"
             "  [--max-prompt-len N --overlong skip|truncate|error] " VC_DEVICE_USAGE "\n");
     return 2;
 }
@@ -55,6 +56,7 @@ static int parse_args(int argc, char **argv, gen_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--greedy")) { a->greedy = 1; continue; }
+        if (!strcmp(k, "--speculative")) { a->spec = 1; continue; }
         if (!v) { fprintf(stderr, "verlc: generate: '%s' needs a value (or is unknown)\n", k); return 0; }
         i++;
         if (!strcmp(k, "--model")) a->model = v;
@@ -303,7 +305,8 @@ int vc_cmd_generate(int argc, char **argv) {
     vc_rollout_request *rq = NULL;
     vc_images *im = NULL;
     vc_status st;
-    if ((st = vc_model_load(a.model, &m)) || (st = vc_tokenizer_load(a.tok_dir, &tk)) ||
+    if ((st = a.spec ? vc_model_load_mtp(a.model, &m) : vc_model_load(a.model, &m)) ||
+        (st = vc_tokenizer_load(a.tok_dir, &tk)) ||
         (st = vc_jsonl_read(a.input, VC_JSONL_STRICT, &d)))
         goto out;
     const vc_model_config *c = vc_model_cfg(m);
@@ -337,7 +340,7 @@ int vc_cmd_generate(int argc, char **argv) {
                        .stop = a.stop, .n_stop = a.n_stop, .seed = a.seed };
     progress pg = { .tty = isatty(2), .t0 = vc_now() };
     vc_rollout_opts o = { .kv_budget_bytes = a.kv_budget, .kv_fraction = a.kv_fraction, .max_batch = a.max_batch,
-                          .tokenizer = tk, .progress = on_progress, .progress_ctx = &pg };
+                          .tokenizer = tk, .progress = on_progress, .progress_ctx = &pg, .speculative = a.spec };
     if ((st = vc_rollout_new(m, &o, &e)) || (st = vc_rollout_generate(e, rq, n_rows, &sp, &out, &n_out))) goto out;
     if ((st = write_output(&a, tk, rows, out, n_out))) goto out;
     vc_rollout_stats s;
@@ -348,6 +351,9 @@ int vc_cmd_generate(int argc, char **argv) {
             vc_device_name(), vc_cli_precision_name(), n_rows, n_out, (long long)s.generated, s.seconds, s.seconds > 0 ? s.generated / s.seconds : 0.0,
             (long long)s.steps, (long long)s.preemptions, (long long)s.peak_pages, (long long)s.pool_pages,
             (long long)s.page_tokens, (long long)s.prefill_tokens, (long long)s.prefix_hit_tokens);
+    if (a.spec)
+        fprintf(stderr, "generate: %lld drafts from the MTP layer, %lld kept (%.1f%%)\n", (long long)s.draft_tokens,
+                (long long)s.draft_accepted, s.draft_tokens ? 100.0 * (double)s.draft_accepted / (double)s.draft_tokens : 0.0);
     rc = 0;
 out:
     if (st) fprintf(stderr, "verlc: %s\n", vc_last_error());

@@ -168,7 +168,7 @@ static vc_status parse_targets(const vc_model *m, const char *spec, int has_moe,
 
 int vc_lora_index(const vc_model *m, int layer, int slot) {
     const vc_lora *a = m->lora;
-    if (!a || !a->on || layer < 0) return -1;
+    if (!a || !a->on || layer < 0 || layer >= m->cfg.n_layer) return -1; /* (MTP rows: no adapters) */
     return a->index[(size_t)layer * VC_W_COUNT + slot];
 }
 

@@ -30,8 +30,7 @@ vc_status vc_mtp_enable_check(const vc_model *m, const char *dir, const char *ke
                        "(num_nextn_predict_layers or mtp_num_hidden_layers), as verl requires", key, dir);
     if (say)
         vc_info("%s=true: the checkpoint's %d multi-token-prediction layer%s kept as loaded and copied through on "
-                "export (verl's MTP parameters without enable_train, which trains them); verlc does not draft with them "
-                "in rollout", key, n, n == 1 ? " is" : "s are");
+                "export (verl's MTP parameters without enable_train, which trains them)", key, n, n == 1 ? " is" : "s are");
     return VC_OK;
 }
 

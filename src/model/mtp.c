@@ -15,7 +15,7 @@ vc_status vc_config_mtp_rows(vc_model_config *c, int n, const char *dir) {
     int L = (int)c->n_layer - 1; /* the layer kind an MTP layer is: MiMo's like every layer, DeepSeek's a MoE one */
     while (c->arch->mtp_sliding_dense && L >= 0 && !c->window[L]) L--; /* (MiMo-V2-Flash's: a sliding one, dense) */
     if (n <= 0)
-        return vc_fail(VC_ERR_ARG, "%s/config.json declares no multi-token-prediction layers to train "
+        return vc_fail(VC_ERR_ARG, "%s/config.json declares no multi-token-prediction layers "
                        "(num_nextn_predict_layers or mtp_num_hidden_layers)", dir);
     if (!c->arch->mtp_prefix)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: training multi-token-prediction layers (model.mtp.enable_train) is built "

@@ -381,6 +381,48 @@ static vc_status read_distill(vc_rl_trainer *t, const vc_config *c) {
 /* distillation.teacher_models, as verl resolves them: one entry (`teacher_model`) is the teacher of every
  * row; with more, `teacher_model` is dropped and each other entry serves the rows whose data source is its
  * key. Each model_path loaded and checked against the actor's vocabulary. */
+/* the actor's weights with verl's MTP layers (model.mtp.*): copied through (enable), trained (enable_train), drafting
+ * the rollout's tokens (enable_rollout: speculative decoding, where verlc builds the family's MTP layers and the model
+ * has no linear-attention layers; elsewhere the rollout samples without drafts, the same tokens) */
+static vc_status load_actor(vc_rl_trainer *t, const vc_config *cfg, int mtp, int mtp_train) {
+    int spec = 0, say = t->rank == 0;
+    int64_t ns = 1;
+    vc_status st = mtp ? vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable_rollout", 0, &spec) : VC_OK;
+    if (!st && spec) st = vc_config_get_int_or(cfg, "actor_rollout_ref.model.mtp.num_speculative_tokens", 1, &ns);
+    if (st) return st;
+    st = mtp_train || spec ? vc_model_load_mtp(t->model_path, &t->actor) : vc_model_load(t->model_path, &t->actor);
+    if (st == VC_ERR_UNSUPPORTED && spec && !mtp_train) { /* a family whose MTP layers verlc does not build */
+        if (say) vc_info("actor_rollout_ref.model.mtp.enable_rollout=true: %s; the rollout samples every token without "
+                         "drafts (the same tokens)", vc_last_error());
+        vc_clear_error();
+        spec = 0;
+        st = vc_model_load(t->model_path, &t->actor);
+    }
+    if (st)
+        return vc_fail_ctx(st, "actor_rollout_ref.model.%s (%s)", mtp_train ? "mtp.enable_train" : spec ?
+                           "mtp.enable_rollout" : "path", t->model_path);
+    const vc_model_config *c = vc_model_cfg(t->actor);
+    if (mtp && !mtp_train && (st = vc_mtp_enable_check(t->actor, t->model_path, "actor_rollout_ref.model.mtp.enable", say)))
+        return st;
+    if (mtp_train && say)
+        vc_info("actor_rollout_ref.model.mtp.enable_train=true: %d multi-token-prediction layer%s trained beside the "
+                "policy loss", c->n_mtp, c->n_mtp == 1 ? "" : "s");
+    int sharding = VC_SHARD_NONE, overlap = 0;
+    if (spec && t->world > 1 && (st = rl_dist_sharding(cfg, "actor_rollout_ref.actor", &sharding, &overlap))) return st;
+    if (spec && (vc_lin_state_floats(c) || sharding == VC_SHARD_ZERO3)) {
+        if (say) vc_info("actor_rollout_ref.model.mtp.enable_rollout=true: drafting %s is not built; the rollout samples "
+                         "every token without drafts (the same tokens)", sharding == VC_SHARD_ZERO3 ? "with ZeRO-3 "
+                         "(actor.zero_stage=3)" : "for a model with linear-attention layers");
+        spec = 0;
+    }
+    if (spec && say)
+        vc_info("actor_rollout_ref.model.mtp.enable_rollout=true: the rollout drafts a token a step with the first "
+                "MTP layer (speculative decoding; the tokens and log-probs are those of sampling without it)%s",
+                ns > 1 ? " (num_speculative_tokens > 1: verlc drafts one)" : "");
+    t->spec = spec;
+    return VC_OK;
+}
+
 static vc_status load_teachers(vc_rl_trainer *t, const vc_config *c) {
     const char *M = "distillation.teacher_models";
     size_t n = 0;
@@ -923,18 +965,7 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
     if (!st && !(st = vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable", 0, &mtp)))
         st = vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable_train", 0, &mtp_train);
     mtp_train &= mtp;
-    if (!st && (st = mtp_train ? vc_model_load_mtp(t->model_path, &t->actor) : vc_model_load(t->model_path, &t->actor)))
-        st = vc_fail_ctx(st, "actor_rollout_ref.model.%s (%s)", mtp_train ? "mtp.enable_train" : "path", t->model_path);
-    if (!st && mtp && !mtp_train)
-        st = vc_mtp_enable_check(t->actor, t->model_path, "actor_rollout_ref.model.mtp.enable", t->rank == 0);
-    if (!st && mtp_train && t->rank == 0)
-        vc_info("actor_rollout_ref.model.mtp.enable_train=true: %d multi-token-prediction layer%s trained beside the "
-                "policy loss", vc_model_cfg(t->actor)->n_mtp, vc_model_cfg(t->actor)->n_mtp == 1 ? "" : "s");
-    int spec = 0;
-    if (!st && mtp && !(st = vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable_rollout", 0, &spec)) &&
-        spec && t->rank == 0)
-        vc_info("actor_rollout_ref.model.mtp.enable_rollout=true: verlc's rollout does not draft tokens with the MTP "
-                "layers (speculative decoding); it samples every token from the model, the same distribution");
+    TRY(load_actor(t, cfg, mtp, mtp_train));
     TRY(rl_attach_actor_lora(t, cfg));
     if (!st && t->acfg.dist.on) st = load_teachers(t, cfg);
     /* under LoRA the reference policy is the actor with its adapters off, unless a model is named */
@@ -974,7 +1005,8 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
     if (!st && t->use_critic) vc_trainer_use_graph(&t->ctr, t->atr.g); /* its updates never overlap the actor's */
     if (!st) {
         vc_rollout_opts ro = { .kv_fraction = t->kv_fraction, .max_batch = t->max_seqs, .tokenizer = t->tok,
-                               .prefill_chunk = t->prefill_chunk, .no_prefix_cache = !t->prefix_cache };
+                               .prefill_chunk = t->prefill_chunk, .no_prefix_cache = !t->prefix_cache,
+                               .speculative = t->spec };
         st = vc_rollout_new(t->actor, &ro, &t->eng);
     }
     /* the log-prob, reference and value passes run in the actor trainer's arena, idle between its updates: one

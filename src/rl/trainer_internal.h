@@ -25,6 +25,8 @@ struct vc_rl_trainer {
     vc_epoch_iter it;
     vc_trainer atr, ctr;        /* training cores of the actor and the critic */
     vc_rollout_engine *eng;     /* generation on the actor's weights */
+    int spec;                   /* ... drafting with the first MTP layer (model.mtp.enable_rollout) */
+    int64_t drafts, drafts_kept; /* its drafts since the last step's metrics */
     vc_graph *g;
     rl_actor_cfg acfg;
     rl_critic_cfg ccfg;

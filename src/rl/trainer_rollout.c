@@ -13,7 +13,12 @@ vc_status rl_generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, cons
     /* on a GPU the actor's step arena goes back to the pool first, so the KV pool may take its memory (the next
      * update takes it again from the pool); on the CPU it stays, the KV pool has the host's available memory */
     if (t->g && vc_device_is_gpu()) vc_graph_trim(t->g);
-    return vc_rollout_generate(t->eng, r, n, s, out, n_out);
+    vc_status st = vc_rollout_generate(t->eng, r, n, s, out, n_out);
+    vc_rollout_stats rs;
+    vc_rollout_last_stats(t->eng, &rs);
+    t->drafts += rs.draft_tokens;
+    t->drafts_kept += rs.draft_accepted;
+    return st;
 }
 
 static void samples_free(vc_rollout_sample *s, int n) { vc_rollout_samples_free(s, n); }

@@ -311,6 +311,17 @@ static vc_status sum_metric(vc_rl_trainer *t, rl_metrics *met, const char *name)
     return st;
 }
 
+/* speculative decoding: the step's drafts (every rank's) and the share kept (vLLM's draft acceptance rate) */
+static vc_status spec_metrics(vc_rl_trainer *t, rl_metrics *met) {
+    double v[2] = { (double)t->drafts, (double)t->drafts_kept };
+    t->drafts = t->drafts_kept = 0;
+    vc_status st = rl_dist_reduce(t, v, 2, VC_SUM);
+    if (st) return st;
+    rl_metrics_set(met, "rollout/drafts", v[0]);
+    rl_metrics_set(met, "rollout/draft_acceptance_rate", v[0] > 0 ? v[1] / v[0] : 0);
+    return VC_OK;
+}
+
 static double tokens_of(const rl_batch *b) { return (double)b->cu[b->B]; }
 
 /* verl's MFU of a pass over this rank's rows of b that took dt seconds: its FlopsCounter's figure for m
@@ -383,6 +394,7 @@ static vc_status rollout_batch(vc_rl_trainer *t, rl_metrics *met, rl_batch *b, r
     if (st) return vc_fail_ctx(st, "step %lld: rollout", (long long)t->step);
     rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
     *made = 1; /* (so the batch is freed whatever fails from here) */
+    if (t->spec && (st = spec_metrics(t, met))) return st;
     if (t->agent && (st = rl_agent_metrics(t, met))) return st;
     t0 = vc_now();
     st = dp_layout(t, b, (int)n, lo, dp);

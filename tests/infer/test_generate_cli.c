@@ -127,6 +127,33 @@ int main(void) {
     err = slurp("g.err");
     CHECK_MSG(err && strstr(err, "img.jsonl:2: a row with images or videos needs an image-text model"), "%s", err ? err : "");
     free(err);
+    /* --speculative: drafting with the MTP layer of a MiMo checkpoint gives the same output, its drafts counted; a model
+     * without one is refused by name */
+    put("mimo.json", "{\"architectures\": [\"MiMoForCausalLM\"], \"model_type\": \"mimo\", \"hidden_size\": 32,"
+                     " \"intermediate_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+                     " \"num_key_value_heads\": 2, \"vocab_size\": 32000, \"max_position_embeddings\": 64,"
+                     " \"rms_norm_eps\": 1e-6, \"num_nextn_predict_layers\": 1, \"bos_token_id\": 1, \"eos_token_id\": 2,"
+                     " \"torch_dtype\": \"float32\"}");
+    snprintf(cmd, sizeof cmd, "%s init --config %s/mimo.json --out %s/mimo >/dev/null", bin, tmp, tmp);
+    CHECK(system(cmd) == 0);
+    const char *run_mimo = "%s generate --model %s/mimo --tokenizer %s/tok --input %s/in.jsonl %s";
+    snprintf(extra, sizeof extra, "--output %s/h.jsonl --n 2 --max-new-tokens 12 --max-prompt-len 24 --overlong skip 2>/dev/null",
+             tmp);
+    CHECK(sh(run_mimo, extra) == 0);
+    snprintf(extra, sizeof extra, "--output %s/i.jsonl --n 2 --max-new-tokens 12 --max-prompt-len 24 --overlong skip "
+             "--speculative 2>%s/i.err", tmp, tmp);
+    CHECK(sh(run_mimo, extra) == 0);
+    a = slurp("h.jsonl"), bb = slurp("i.jsonl"), err = slurp("i.err");
+    CHECK_MSG(a && bb && !strcmp(a, bb), "--speculative changed the output");
+    CHECK_MSG(err && strstr(err, "drafts from the MTP layer"), "%s", err ? err : "");
+    free(a);
+    free(bb);
+    free(err);
+    snprintf(extra, sizeof extra, "--output %s/j.jsonl --speculative 2>%s/j.err", tmp, tmp);
+    CHECK(sh(run, extra) != 0);
+    err = slurp("j.err");
+    CHECK_MSG(err && strstr(err, "declares no multi-token-prediction layers"), "%s", err ? err : "");
+    free(err);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     CHECK(system(cmd) == 0);
     return vc_test_done();

@@ -258,9 +258,7 @@ static void test_refusals(void) {
     printf("refused: drafting without an MTP layer, pages without its room, a token past the vocabulary\n");
 }
 
-int main(void) {
-    for (int i = 0; i < NP; i++)
-        for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(290, 41, (uint64_t)i, 0, (uint64_t)t);
+static void run_all(const char *dev) {
     static const struct { const char **cfg, *name; int layers; uint64_t seed; } MODELS[] = {
         { &CFG_MIMO, "mimo", 2, 5 }, { &CFG_DSV3, "deepseek-v3 (latent attention, experts)", 0, 7 },
         { &CFG_MIMO_V2, "mimo-v2-flash (sliding layers, sinks)", 0, 9 } };
@@ -277,8 +275,21 @@ int main(void) {
         }
         vc_model_free(m);
     }
-    printf("random MTP layers: %lld of %lld drafts kept\n", (long long)kept, (long long)drafts);
+    printf("%s: random MTP layers: %lld of %lld drafts kept\n", dev, (long long)kept, (long long)drafts);
     test_kept();
+}
+
+int main(void) {
+    for (int i = 0; i < NP; i++)
+        for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(290, 41, (uint64_t)i, 0, (uint64_t)t);
+    /* the CPU, then the sim device (the CPU kernels behind poisoned pointers) or VC_SPEC_DEVICE (cuda: the emulator's) */
+    const char *dev = getenv("VC_SPEC_DEVICE"), *devs[2] = { "cpu", dev && *dev ? dev : "sim" };
+    for (int d = 0; d < 2; d++) {
+        CHECK_OK(vc_device_select(devs[d], "test"));
+        printf("device %s\n", devs[d]);
+        run_all(devs[d]);
+    }
+    CHECK_OK(vc_device_select("cpu", "test"));
     test_refusals();
     return vc_test_done();
 }

@@ -6,6 +6,7 @@
 #include "verlc/report.h"
 #include "verlc/trainer.h"
 #include "vc_test.h"
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,35 @@ static void validation_metrics(void) {
 /* verl's MTP training in RL (model.mtp.enable with enable_train) on a MiMo config of the demo model's shape whose MTP
  * layer `verlc init` writes: a step with verl's actor/mtp_losses metric, the layer moved (loss and gradients:
  * tests/train/test_mtp.c against PyTorch) */
+/* the rollout drafting with the MTP layer (model.mtp.enable_rollout): the same step as without (the same tokens and
+ * log-probs), drafts counted; also with LoRA adapters on the decoder (the MTP row has none) */
+static void spec_runs(const char *md) {
+    static const char *METRICS[] = { "actor/mtp_losses/mtp_1_loss", "actor/entropy", "response_length/mean",
+                                     "training/rollout_probs_diff_mean" };
+    static const char *MODES[] = { "actor_rollout_ref.model.mtp.enable_train=true",
+                                   "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.lora_alpha=8" };
+    char e[1024];
+    for (int k = 0; k < 2; k++) {
+        double want[4], got[4];
+        for (int spec = 0; spec < 2; spec++) {
+            snprintf(e, sizeof e, "actor_rollout_ref.model.path=%s|actor_rollout_ref.model.mtp.enable=true|%s|"
+                     "data.max_response_length=12|actor_rollout_ref.model.mtp.enable_rollout=%s", md, MODES[k],
+                     spec ? "true" : "false");
+            vc_status st = run(e, NULL);
+            CHECK_MSG(st == VC_OK, "[%s] %s", e, vc_last_error());
+            for (int i = 0; i < 4; i++) (spec ? got : want)[i] = last_metric(METRICS[i]);
+        }
+        int same = 1;
+        for (int i = 0; i < 4; i++) same &= memcmp(&want[i], &got[i], sizeof(double)) == 0 || (isnan(want[i]) && isnan(got[i]));
+        double drafts = last_metric("rollout/drafts"), rate = last_metric("rollout/draft_acceptance_rate");
+        CHECK_MSG(same, "[%s] drafting changed the step: entropy %g vs %g, response length %g vs %g", MODES[k], want[1],
+                  got[1], want[2], got[2]);
+        CHECK_MSG(drafts > 0 && rate >= 0 && rate <= 1, "[%s] %g drafts, acceptance %g", MODES[k], drafts, rate);
+        printf("  RL drafting with the MTP layer [%s]: the same step (entropy %.6f), %g drafts, %.3f kept\n", MODES[k],
+               got[1], drafts, rate);
+    }
+}
+
 static void mtp_run(void) {
     char *cp = vc_path_join(dir, "config.json"), *mp = vc_path_join(dir, "mimo.json"), *md = vc_path_join(dir, "mimo");
     char *text = NULL, cfg[2048], e[600];
@@ -203,6 +233,7 @@ static void mtp_run(void) {
         }
         CHECK_MSG(moved >= 10, "%d MTP tensors trained", moved);
         printf("  RL with MTP training: actor/mtp_losses/mtp_1_loss %.4f, %d MTP tensors moved\n", v, moved);
+        spec_runs(md);
         vc_model_free(m);
         vc_model_free(t);
     }
@@ -257,7 +288,7 @@ int main(void) {
     expect(e, VC_ERR_UNSUPPORTED, "reward_model.model.path", "no score head");
     expect("reward_model.enable=true|reward_model.model.path=/nonexistent/rm", VC_ERR_IO, "/nonexistent/rm", NULL);
     expect("actor_rollout_ref.model.mtp.enable=true|actor_rollout_ref.model.mtp.enable_train=true", VC_ERR_ARG,
-           "mtp.enable_train", "declares no multi-token-prediction layers to train");
+           "mtp.enable_train", "declares no multi-token-prediction layers");
     mtp_run();
     expect("actor_rollout_ref.model.mtp.enable=true", VC_ERR_ARG, "mtp.enable", "declares no multi-token-prediction");
     expect("actor_rollout_ref.rollout.multi_turn.tool_config_path=/nonexistent/tools.yaml", VC_ERR_IO,

@@ -269,7 +269,7 @@ int main(void) {
         { "optim=megatron optim.optimizer=muon optim.muon_scale_mode=rms", "optim.muon_scale_mode=rms" },
         { "trainer.use_legacy_worker_impl=fsdp", "trainer.use_legacy_worker_impl: `fsdp` is not auto, enable or disable" },
         { "model.mtp.enable=True", "model.mtp.enable=true: .*declares no multi-token-prediction layers" },
-        { "model.mtp.enable=True model.mtp.enable_train=True", "declares no multi-token-prediction layers to train" },
+        { "model.mtp.enable=True model.mtp.enable_train=True", "declares no multi-token-prediction layers" },
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         snprintf(extra, sizeof extra, "--out %s/amr %s max_steps=1", TMP, refused[i][0]);
