@@ -732,6 +732,12 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -f "$CFG05" ] && [ "$(left)" -gt 90 ] && step "bench generate qwen2.5-0.5b bf16, float KV pages (VERLC_KV_BF16=0)" \
         60 env VERLC_KV_BF16=0 "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
         --device cuda --precision bf16
+    # speculative decoding with an MTP layer (MiMo's layout on the 0.5B shape, random: few drafts kept, so this is what
+    # drafting costs a step: two rows a sequence, eager steps, the MTP layer and its LM head)
+    MIMO05="$OUTDIR/.mimo-0.5b.json"
+    [ -f "$CFG05" ] && [ "$(left)" -gt 90 ] && python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.update(model_type="mimo", architectures=["MiMoForCausalLM"], num_nextn_predict_layers=1); json.dump(c, open(sys.argv[2], "w"))' "$CFG05" "$MIMO05" && \
+        step "bench generate mimo-shaped 0.5b bf16 --speculative (batch 64, 128 + 128)" 60 "$BIN" bench generate \
+        --config "$MIMO05" --batch 64 --prompt 128 --new 128 --speculative --device cuda --precision bf16
     # Muon's optimizer step (Megatron-core's defaults: bf16 Newton-Schulz) beside the training step, timed apart
     [ -f "$CFG05" ] && [ "$(left)" -gt 80 ] && step "bench train qwen2.5-0.5b bf16 with Muon (16 x 512)" 45 \
         "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 2 --optimizer muon --device cuda \

@@ -104,16 +104,22 @@ static void measure_device_bandwidth(double bw[3]) {
 
 static int usage(void) {
     fprintf(stderr, "usage: verlc bench generate --config CONFIG.json [--batch 1,16,64] [--prompt 128] [--new 128] "
-                    "[--threads N] " VC_DEVICE_USAGE " " BENCH_PEER_USAGE "\n");
+                    "[--threads N] [--speculative] " VC_DEVICE_USAGE " " BENCH_PEER_USAGE "\n"
+                    "  --speculative: draft with the config's MTP layer (random: few drafts kept, so the figures are\n"
+                    "  what drafting costs; the rows a decode step computes count both rows of a drafted sequence)\n");
     return 2;
 }
 
 int vc_bench_generate(int argc, char **argv) {
     const char *config = NULL, *batches = "1,16,64", *device = NULL, *precision = NULL;
-    int prompt = 128, n_new = 128;
+    int prompt = 128, n_new = 128, spec = 0;
     bench_peer peer = { 0, NULL };
     for (int i = 1; i < argc; i++) {
         if (bench_peer_arg(argc, argv, &i, &peer)) continue;
+        if (!strcmp(argv[i], "--speculative")) {
+            spec = 1;
+            continue;
+        }
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
         i++;
@@ -143,7 +149,7 @@ int vc_bench_generate(int argc, char **argv) {
                bw[0] / 1e9, bw[1] / 1e9, bw[2] / 1e9, peak / 1e9);
     vc_model *m = NULL;
     double t0 = vc_now();
-    if (vc_model_init_random(config, 1, &m)) {
+    if (vc_model_init_random_ex(config, 1, spec ? 1 : -1, &m)) {
         fprintf(stderr, "verlc: %s\n", vc_last_error());
         return 1;
     }
@@ -159,7 +165,8 @@ int vc_bench_generate(int argc, char **argv) {
     int b16 = vc_matmul_precision() == VC_PREC_BF16;
     double wb = b16 ? 2.0 : 4.0;
     double wbytes = wb * (double)vc_model_param_count(m) - (c->tied ? 0.0 : wb * (double)(vc_cfg_out_vocab(c) * vc_cfg_out_hidden(c)));
-    double kv_tok = (b16 && vc_kv_row_floats(m) % 2 == 0 ? 2.0 : 4.0) * (double)vc_kv_row_floats(m) * (double)c->n_layer;
+    double kv_tok = (b16 && vc_kv_row_floats(m) % 2 == 0 ? 2.0 : 4.0) * (double)vc_kv_row_floats(m) *
+                    (double)(c->n_layer + spec); /* (drafting: the MTP layer's keys and values too) */
     printf("model %s: %.1f M parameters, %.2f GB of weights read per decode step, %.1f KB of KV per token "
            "(random init %.1f s)\n", config, vc_model_param_count(m) / 1e6, wbytes / 1e9, kv_tok / 1e3, vc_now() - t0);
     if (c->n_expert > 0)
@@ -182,7 +189,7 @@ int vc_bench_generate(int argc, char **argv) {
         /* linear-attention states: a slot per running sequence (and two more) within half of the budget */
         double states = 2.0 * (double)(B + 2) * (double)vc_lin_state_floats(c) * sizeof(float);
         vc_rollout_opts o = { .kv_budget_bytes = kv_tok * (double)B * (prompt + n_new + 16) * 1.5 + 1e6 + states,
-                              .max_batch = B, .prefill_chunk = B * prompt };
+                              .max_batch = B, .prefill_chunk = B * prompt, .speculative = spec };
         vc_sampling sp = { .temperature = 1.0f, .top_p = 1.0f, .max_new_tokens = n_new, .seed = 1 };
         vc_rollout_engine *e = NULL;
         vc_rollout_sample *out = NULL;
@@ -205,6 +212,10 @@ int vc_bench_generate(int argc, char **argv) {
                 printf("  (CUDA graphs: %lld decode steps captured, %lld replayed)", (long long)s.graph_captures,
                        (long long)s.graph_replays);
             printf("\n");
+            if (spec)
+                printf("  drafting: %lld drafts, %lld kept; %lld steps for %lld tokens; whole call %.1f tokens/s\n",
+                       (long long)s.draft_tokens, (long long)s.draft_accepted, (long long)s.steps, (long long)s.generated,
+                       s.seconds > 0 ? (double)s.generated / s.seconds : 0.0);
             /* the peer's figure is for its own whole generate call: prompt processing included */
             double all = s.seconds > 0 ? (double)s.generated / s.seconds : 0;
             if (peer.tps > 0) printf("  whole call %.0f tokens/s (prefill included):", all);
