@@ -104,7 +104,7 @@ static void measure_device_bandwidth(double bw[3]) {
 
 static int usage(void) {
     fprintf(stderr, "usage: verlc bench generate --config CONFIG.json [--batch 1,16,64] [--prompt 128] [--new 128] "
-                    "[--threads N] [--speculative] " VC_DEVICE_USAGE " " BENCH_PEER_USAGE "\n"
+                    "[--threads N] [--speculative [--num-speculative-tokens K]] " VC_DEVICE_USAGE " " BENCH_PEER_USAGE "\n"
                     "  --speculative: draft with the config's MTP layer (random: few drafts kept, so the figures are\n"
                     "  what drafting costs; the rows a decode step computes count both rows of a drafted sequence)\n");
     return 2;
@@ -117,7 +117,7 @@ int vc_bench_generate(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (bench_peer_arg(argc, argv, &i, &peer)) continue;
         if (!strcmp(argv[i], "--speculative")) {
-            spec = 1;
+            spec = spec ? spec : 1;
             continue;
         }
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -128,11 +128,12 @@ int vc_bench_generate(int argc, char **argv) {
         else if (!strcmp(k, "--prompt")) prompt = atoi(v);
         else if (!strcmp(k, "--new")) n_new = atoi(v);
         else if (!strcmp(k, "--threads")) vc_set_threads(atoi(v));
+        else if (!strcmp(k, "--num-speculative-tokens")) spec = atoi(v);
         else if (!strcmp(k, "--device")) device = v;
         else if (!strcmp(k, "--precision")) precision = v;
         else return usage();
     }
-    if (!config || prompt < 1 || n_new < 2) return usage();
+    if (!config || prompt < 1 || n_new < 2 || spec < 0 || spec > VC_SPEC_MAX) return usage();
     int rc = vc_cli_device_apply("bench generate", device, precision);
     if (rc) return rc;
     double bw[3];
@@ -166,7 +167,7 @@ int vc_bench_generate(int argc, char **argv) {
     double wb = b16 ? 2.0 : 4.0;
     double wbytes = wb * (double)vc_model_param_count(m) - (c->tied ? 0.0 : wb * (double)(vc_cfg_out_vocab(c) * vc_cfg_out_hidden(c)));
     double kv_tok = (b16 && vc_kv_row_floats(m) % 2 == 0 ? 2.0 : 4.0) * (double)vc_kv_row_floats(m) *
-                    (double)(c->n_layer + spec); /* (drafting: the MTP layer's keys and values too) */
+                    (double)(c->n_layer + (spec > 0)); /* (drafting: the MTP layer's keys and values too) */
     printf("model %s: %.1f M parameters, %.2f GB of weights read per decode step, %.1f KB of KV per token "
            "(random init %.1f s)\n", config, vc_model_param_count(m) / 1e6, wbytes / 1e9, kv_tok / 1e3, vc_now() - t0);
     if (c->n_expert > 0)

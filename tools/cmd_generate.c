@@ -22,7 +22,7 @@ enum { OVER_ERROR, OVER_SKIP, OVER_TRUNCATE };
 
 typedef struct {
     const char *model, *input, *output, *tok_dir, *device, *precision;
-    int n, top_k, max_new, greedy, max_batch, max_prompt, overlong, threads, n_stop, spec;
+    int n, top_k, max_new, greedy, max_batch, max_prompt, overlong, threads, n_stop, spec, spec_k;
     uint64_t seed;
     float temperature, top_p, min_p;
     double kv_budget, kv_fraction;
@@ -34,7 +34,8 @@ static int usage(void) {
             "usage: verlc generate --model DIR --input prompts.jsonl --output out.jsonl [--tokenizer DIR]\n"
             "  [--n N] [--seed S] [--temperature T] [--top-p P] [--top-k K] [--min-p M] [--max-new-tokens N]\n"
             "  [--greedy] [--stop STR]... [--kv-budget BYTES|--kv-fraction F] [--max-batch B (256)] [--threads N]\n"
-            "  [--speculative (draft with the model's MTP layer: the same tokens, fewer steps)]\n"
+            "  [--speculative (draft with the model's MTP layer: the same tokens, fewer steps)\n"
+            "   [--num-speculative-tokens K (drafts a step, 1 to 8; default 1)]]\n"
             "  [--max-prompt-len N --overlong skip|truncate|error] " VC_DEVICE_USAGE "\n");
     return 2;
 }
@@ -75,6 +76,7 @@ static int parse_args(int argc, char **argv, gen_args *a) {
         else if (!strcmp(k, "--kv-budget")) a->kv_budget = parse_bytes(v);
         else if (!strcmp(k, "--kv-fraction")) a->kv_fraction = strtod(v, NULL);
         else if (!strcmp(k, "--max-batch")) a->max_batch = atoi(v);
+        else if (!strcmp(k, "--num-speculative-tokens")) a->spec_k = atoi(v);
         else if (!strcmp(k, "--threads")) a->threads = atoi(v);
         else if (!strcmp(k, "--max-prompt-len")) a->max_prompt = atoi(v);
         else if (!strcmp(k, "--stop") && a->n_stop < 16) a->stop[a->n_stop++] = v;
@@ -89,6 +91,11 @@ static int parse_args(int argc, char **argv, gen_args *a) {
     if (!a->tok_dir) a->tok_dir = a->model;
     if (a->n < 1) { fprintf(stderr, "verlc: generate: --n must be >= 1\n"); return 0; }
     if (a->max_batch < 1) { fprintf(stderr, "verlc: generate: --max-batch must be >= 1\n"); return 0; }
+    if (a->spec_k && (a->spec_k < 1 || a->spec_k > VC_SPEC_MAX)) {
+        fprintf(stderr, "verlc: generate: --num-speculative-tokens must be 1 to %d\n", VC_SPEC_MAX);
+        return 0;
+    }
+    if (a->spec_k) a->spec = 1;
     return 1;
 }
 
@@ -340,7 +347,8 @@ int vc_cmd_generate(int argc, char **argv) {
                        .stop = a.stop, .n_stop = a.n_stop, .seed = a.seed };
     progress pg = { .tty = isatty(2), .t0 = vc_now() };
     vc_rollout_opts o = { .kv_budget_bytes = a.kv_budget, .kv_fraction = a.kv_fraction, .max_batch = a.max_batch,
-                          .tokenizer = tk, .progress = on_progress, .progress_ctx = &pg, .speculative = a.spec };
+                          .tokenizer = tk, .progress = on_progress, .progress_ctx = &pg,
+                          .speculative = a.spec ? (a.spec_k > 0 ? a.spec_k : 1) : 0 };
     if ((st = vc_rollout_new(m, &o, &e)) || (st = vc_rollout_generate(e, rq, n_rows, &sp, &out, &n_out))) goto out;
     if ((st = write_output(&a, tk, rows, out, n_out))) goto out;
     vc_rollout_stats s;

@@ -21,6 +21,7 @@ typedef struct vc_sampling {
     uint64_t seed;
 } vc_sampling;
 
+#define VC_SPEC_MAX 8
 typedef struct vc_rollout_opts {
     double kv_budget_bytes;    /* KV pool size in bytes; 0: use kv_fraction of free memory */
     double kv_fraction;        /* verl's gpu_memory_utilization analogue (default 0.3) */
@@ -29,13 +30,14 @@ typedef struct vc_rollout_opts {
     int prefill_chunk;         /* max prompt tokens computed per step (default 512) */
     int no_prefix_cache;       /* 1: full KV pages are not reused between sequences (verl's
                                 * rollout.enable_prefix_caching=false); the outputs are the same either way */
-    /* 1: speculative decoding with the model's first MTP layer (verl's model.mtp.enable_rollout; vLLM's "mtp" method
-     * with one speculative token): each step a sequence's pending token and the MTP layer's draft of the token after
-     * it are computed together, and the draft is kept where the token sampled from the first row's logits (by the
-     * same uniform as without drafting) equals it, the second row's sample then following. The tokens and log-probs
-     * are those of generating without it (where the forward is row-invariant, as on the CPU: the same bits), about
-     * 1 + p(draft) tokens a step. Needs the MTP layers loaded (vc_model_load_mtp) and a model without
-     * linear-attention layers; the prefix cache is off with it, and a call with images does not draft. */
+    /* K >= 1: speculative decoding with the model's first MTP layer, up to K drafts a step (verl's
+     * model.mtp.enable_rollout with num_speculative_tokens K; vLLM's "mtp" method): the MTP layer drafts the token after
+     * a sequence's pending one, then (K > 1) reads its own hidden state and that draft for the next, and so on; the
+     * pending token and the drafts are computed together, and each draft is kept where the token sampled from the row
+     * before it (by the same uniform as without drafting) equals it, the next row's sample then following. The tokens
+     * and log-probs are those of generating without drafts (where the forward is row-invariant, as on the CPU: the
+     * same bits). Needs the MTP layers loaded (vc_model_load_mtp) and a model without linear-attention layers; the
+     * prefix cache is off with it, and a call with images does not draft. At most VC_SPEC_MAX. */
     int speculative;
     const struct vc_tokenizer *tokenizer; /* for stop strings */
     void (*progress)(void *ctx, int done, int total, double tokens_per_s);

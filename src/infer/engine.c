@@ -39,6 +39,7 @@ vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_en
     }
     const vc_model_config *c = vc_model_cfg(m);
     vc_status st = VC_OK;
+    e->o.speculative = e->o.speculative < 0 ? 0 : e->o.speculative > VC_SPEC_MAX ? VC_SPEC_MAX : e->o.speculative;
     if (e->o.speculative && !c->n_mtp)
         st = vc_fail(VC_ERR_ARG, "rollout: speculative decoding drafts with the model's MTP layer, and %s was loaded "
                      "without one (vc_model_load_mtp; its config declares %s)", c->model_type,
@@ -93,8 +94,11 @@ static int kv_bf16(const vc_rollout_engine *e) {
     return vc_matmul_precision() == VC_PREC_BF16 && !(env && *env == '0') && e->row % 2 == 0;
 }
 
+/* drafts a step (vc_rollout_opts.speculative, within [0, VC_SPEC_MAX] since vc_rollout_new) */
+static int spec_k(const vc_rollout_engine *e) { return e->o.speculative; }
+
 /* the layers a page holds: the decoder's, and with speculative decoding the MTP layer's after them */
-static int64_t kv_layers(const vc_rollout_engine *e) { return vc_model_cfg(e->m)->n_layer + (e->o.speculative != 0); }
+static int64_t kv_layers(const vc_rollout_engine *e) { return vc_model_cfg(e->m)->n_layer + (spec_k(e) > 0); }
 
 static size_t page_bytes(const vc_rollout_engine *e) {
     return vc_kv_page_bytes(e->o.page_tokens, kv_layers(e), e->row, kv_bf16(e));
@@ -279,7 +283,7 @@ typedef struct {
     int64_t *cu, *len;
     int64_t *c0;             /* [plan] each planned sequence's computed tokens before the step */
     int *pi;                 /* [rows] the plan entry of each sampling row */
-    int8_t *kind;            /* [rows] ROW_ONE, or a drafted sequence's two: ROW_VERIFY then ROW_BONUS */
+    int8_t *kind;            /* [rows] ROW_ONE, or a drafted sequence's 1 + n_draft: ROW_SPEC, then ROW_AFTER */
     vc_tensor *h;            /* the step's final hidden states (speculative decoding reads them) */
     int32_t *ids, *slot;
     const int32_t **table;
@@ -300,26 +304,23 @@ typedef struct {
     int64_t cap_img, cap_pix;
 } step_buf;
 
-enum { ROW_ONE, ROW_VERIFY, ROW_BONUS };
+enum { ROW_ONE, ROW_SPEC, ROW_AFTER };
 
-/* a drafted sequence's two rows (r, r + 1): the first row's sample, and where it is the draft the second row's after
- * it; a draft not kept leaves its keys and values behind the sequence's end (the next step overwrites them). Its MTP
- * rows: the positions computed. Returns 0 when it finished. */
-static int verify(vc_run *R, const step_buf *c, int r, vc_seq *s) {
-    int k = c->off[r], k2 = c->off[r + 1];
-    int32_t draft = s->draft;
-    s->draft = -1;
-    R->e->stats.draft_tokens++;
-    append(s, c->tok[k], c->lp[k], c->lps[k]);
-    int f = finish_reason(R, s);
-    if (f < 0 && c->tok[k] == draft) {
-        R->e->stats.draft_accepted++;
-        R->e->stats.generated++;
-        append(s, c->tok[k2], c->lp[k2], c->lps[k2]);
-        f = finish_reason(R, s);
-    } else if (f < 0)
-        s->n_cached--;
+/* a drafted sequence's rows r .. r + n_draft (the pending token's, then each draft's): each row's sample, the next
+ * row's kept while this one's equals the draft the next row read; the rows after the first mismatch are dropped, their
+ * keys and values left behind the sequence's end (the next step overwrites them). Returns 0 when it finished. */
+static int verify(vc_run *R, const step_buf *c, int r, vc_seq *s, int64_t c0) {
+    int nd = s->n_draft, j = 0, f = -1;
+    s->n_draft = 0;
+    R->e->stats.draft_tokens += nd;
+    for (;; j++) {
+        int k = c->off[r + j];
+        if (j) R->e->stats.generated++, R->e->stats.draft_accepted++;
+        append(s, c->tok[k], c->lp[k], c->lps[k]);
+        if ((f = finish_reason(R, s)) >= 0 || j == nd || c->tok[k] != s->draft[j]) break;
+    }
     if (f >= 0) finalize(R, s, f);
+    else s->n_cached = c0 + j + 1; /* the rows whose inputs were the sequence's tokens */
     return f < 0;
 }
 
@@ -336,9 +337,10 @@ static vc_status bookkeeping(vc_run *R, const step_buf *c, int n_rows) {
             continue;
         }
         int live;
-        if (c->kind[r] == ROW_VERIFY) {
-            live = verify(R, c, r, s);
-            r++;
+        if (c->kind[r] == ROW_SPEC) {
+            int nd = s->n_draft;
+            live = verify(R, c, r, s, c0);
+            r += nd;
         } else {
             append(s, c->tok[k], c->lp[k], c->lps[k]);
             int f = finish_reason(R, s);
@@ -519,7 +521,8 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
     for (int i = 0; i < R->n_plan; i++) {
         vc_seq *s = R->plan[i];
         if (T + s->plan_n > b->cap_tokens) return vc_fail(VC_ERR_INTERNAL, "rollout: step buffer overflow");
-        if (s->n_cached + s->plan_n > s->n_tok) s->tok[s->n_tok] = s->draft; /* (its row after the pending token) */
+        if (s->n_cached + s->plan_n > s->n_tok) /* (the drafts' rows after the pending token) */
+            memcpy(s->tok + s->n_tok, s->draft, sizeof *s->tok * (size_t)s->n_draft);
         b->c0[i] = s->n_cached;
         memcpy(b->ids + T, s->tok + s->n_cached, (size_t)s->plan_n * sizeof *b->ids);
         T += s->plan_n;
@@ -535,18 +538,18 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
         vc_seq *s = R->plan[i];
         int64_t end = s->n_cached + s->plan_n;
         if (end < s->n_tok) continue;
-        int two = end > s->n_tok; /* a draft's row: the pending token's row samples, then the draft's */
-        if (n_rows + 1 + two > b->cap_rows) return vc_fail(VC_ERR_INTERNAL, "rollout: row buffer overflow");
-        for (int j = 0; j <= two; j++) {
+        int nd = (int)(end - s->n_tok); /* the drafts' rows: the pending token's row samples, then each draft's */
+        if (n_rows + 1 + nd > b->cap_rows) return vc_fail(VC_ERR_INTERNAL, "rollout: row buffer overflow");
+        for (int j = 0; j <= nd; j++) {
             b->rows[n_rows] = s;
             b->pi[n_rows] = i;
-            b->kind[n_rows] = two ? (j ? ROW_BONUS : ROW_VERIFY) : ROW_ONE;
+            b->kind[n_rows] = nd ? (j ? ROW_AFTER : ROW_SPEC) : ROW_ONE;
             b->off[n_rows] = n_draw;
-            b->at[n_rows] = b->cu[i + 1] - 1 - two + j;
-            int nd = s->sample < 0 ? R->reqs[s->req].n_samples : 1;
-            if (n_draw + nd > b->cap_draws) return vc_fail(VC_ERR_INTERNAL, "rollout: draw buffer overflow");
+            b->at[n_rows] = b->cu[i + 1] - 1 - nd + j;
+            int draws = s->sample < 0 ? R->reqs[s->req].n_samples : 1;
+            if (n_draw + draws > b->cap_draws) return vc_fail(VC_ERR_INTERNAL, "rollout: draw buffer overflow");
             sample_row_setup(R, b, n_rows, n_draw, j);
-            n_draw += nd;
+            n_draw += draws;
             n_rows++;
         }
     }
@@ -555,7 +558,7 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
     R->e->stats.steps++;
     for (int i = 0; i < R->n_plan; i++) {
         vc_seq *s = R->plan[i];
-        if (s->n_tok - s->n_cached == 1) R->e->stats.decode_tokens += s->plan_n; /* (with a draft's row: 2) */
+        if (s->n_tok - s->n_cached == 1) R->e->stats.decode_tokens += s->plan_n; /* (with the drafts' rows) */
         else R->e->stats.prefill_tokens += s->plan_n;
         s->n_cached += s->plan_n;
         vc_seq_register(R, s);
@@ -685,7 +688,7 @@ static vc_status pool_open(vc_rollout_engine *e, vc_run *R, int64_t np, int pad,
     vc_status st = vc_kv_pool_init(&R->pool, np + pad, e->o.page_tokens, kv_layers(e), e->row, bf);
     /* the prefix cache shares pages, not the linear-attention states at their ends: off for such models; nor the MTP
      * layer's rows at a page's end, which read the token after it */
-    if (!st && !e->o.no_prefix_cache && !vc_lin_state_floats(vc_model_cfg(e->m)) && !e->o.speculative)
+    if (!st && !e->o.no_prefix_cache && !vc_lin_state_floats(vc_model_cfg(e->m)) && !spec_k(e))
         st = vc_kv_cache_enable(&R->pool);
     R->pad_page = !st && pad ? vc_kv_page_alloc(&R->pool) : -1;
     return st;
@@ -743,11 +746,11 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
     vc_graph *g = vc_graph_new();
     step_buf b;
     const vc_backend *prev = vc_be();
-    int rows = e->o.speculative ? 2 : 1; /* (a drafted sequence: two rows, two draws) */
+    int rows = 1 + spec_k(e); /* (a drafted sequence: a row and a draw each draft more) */
     st = step_buf_init(&b, e->o.max_batch, (int64_t)rows * (e->o.max_batch + 1) + 1 + e->o.prefill_chunk + whole,
                        (int64_t)(e->o.max_batch + 1) * max_n * rows, rows);
     if (!st) st = image_deltas(&R);
-    R.spec = e->o.speculative && !R.delta;
+    R.spec = R.delta ? 0 : spec_k(e);
     R.sb.kids = R.spec ? vc_malloc(sizeof *R.sb.kids * (size_t)max_n) : NULL;
     if (!st && R.spec && !R.sb.kids) st = VC_ERR_NOMEM;
     if (!st) st = alloc_outputs(&R, total);

@@ -24,7 +24,6 @@ vc_seq *vc_seq_new(vc_run *R, int req) {
     s->t0 = vc_now();
     s->last_reg = -1;
     s->slot = -1;
-    s->draft = -1;
     return s;
 }
 
@@ -95,7 +94,7 @@ void vc_seq_drop_cache(vc_run *R, vc_seq *s) {
     for (int64_t i = 0; i < s->n_pg; i++) vc_kv_page_unref(&R->pool, s->pages[i]);
     s->n_pg = 0;
     s->n_cached = s->n_mtp = 0;
-    s->draft = -1;
+    s->n_draft = 0;
     s->n_reg = 0;
     s->last_reg = -1;
     if (s->slot >= 0) R->slot_free[R->n_slot_free++] = s->slot;
@@ -192,7 +191,7 @@ static int make_room(vc_run *R, const vc_seq *s) {
  * all its tokens at once (its images' features are computed whole), alone when they exceed the budget */
 static int64_t step_tokens(const vc_run *R, const vc_seq *s, int64_t budget) {
     int64_t pend = s->n_tok - s->n_cached;
-    if (pend == 1) return s->draft >= 0 ? 2 : 1; /* (a draft: its row after the pending token's) */
+    if (pend == 1) return 1 + s->n_draft; /* (the drafts' rows after the pending token's) */
     if (s->n_cached == 0 && vc_seq_images(R, s)) return pend <= budget || budget == R->e->o.prefill_chunk ? pend : 0;
     return pend < budget ? pend : budget;
 }
@@ -234,7 +233,7 @@ vc_status vc_sched_plan(vc_run *R) {
             i--;
             continue;
         }
-        if (s->n_tok - s->n_cached > 1) budget -= n; /* (prompt tokens; a decode's draft row is not) */
+        if (s->n_tok - s->n_cached > 1) budget -= n; /* (prompt tokens; a decode's draft rows are not) */
         plan_add(R, s, n);
     }
     /* admissions: a prompt brings its n samples, so it needs room for all of them unless alone */

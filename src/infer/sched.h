@@ -20,7 +20,9 @@ typedef struct vc_seq {
     int32_t last_reg;       /* the registered page of the last of them (-1: none) */
     float *logp, *logp_s;   /* per generated token */
     int64_t n_mtp;          /* speculative decoding: positions whose keys and values the MTP layer has in the pages */
-    int32_t draft;          /* ... the MTP layer's draft of token n_tok (-1: none; then n_mtp == n_cached == n_tok - 1) */
+    int32_t draft[VC_SPEC_MAX]; /* ... the MTP layer's drafts of tokens n_tok .. (n_draft of them, then n_mtp ==
+                                 * n_cached == n_tok - 1) */
+    int n_draft;
     int64_t order;          /* priority: lower is older; the newest are preempted first */
     int state, planned;
     int64_t plan_n;         /* tokens computed this step */
@@ -79,7 +81,7 @@ typedef struct vc_run {
     /* calls with images: each request's M-RoPE delta (what its positions add to the cached tokens' count after
      * the prompt, vc_mrope_positions); NULL when no request has images */
     int64_t *delta;
-    int spec;               /* speculative decoding this call (the engine's option, no images) */
+    int spec;               /* speculative decoding this call: drafts a step (the engine's option; 0 with images) */
     vc_spec_buf sb;
 } vc_run;
 

@@ -48,22 +48,98 @@ vc_status vc_spec_fork(vc_run *R, int64_t c0, int64_t hrow) {
     return VC_OK;
 }
 
+/* greedy tokens of the rows `at` (n of them, host) of the MTP layer's hidden states y into tok (host) */
+static vc_status greedy_rows(vc_run *R, vc_graph *g, vc_tensor *y, const int64_t *at, int n, int32_t *tok) {
+    vc_model *m = R->e->m;
+    const vc_backend *be = vc_be();
+    int64_t H = vc_model_cfg(m)->hidden, V = vc_cfg_out_vocab(vc_model_cfg(m));
+    size_t nb = sizeof(float) * (size_t)n;
+    vc_sample_row *srow = vc_graph_alloc(g, sizeof *srow * (size_t)n, 0);
+    float *u = vc_graph_alloc(g, nb, 1);
+    vc_tensor *ys = vc_tensor_2d(g, n, H, 0);
+    const int64_t *at_d = vc_graph_upload(g, at, sizeof(int64_t) * (size_t)n);
+    char *out = vc_graph_dalloc(g, 3 * nb, 0);
+    if (!srow || !u || !ys || !at_d || !out) return vc_graph_status(g);
+    for (int i = 0; i < n; i++) srow[i] = (vc_sample_row){ .temperature = 1, .top_p = 1, .greedy = 1, .first = i, .n = 1 };
+    be->gather_rows(ys->data, y->data, at_d, n, H);
+    vc_tensor *z = vc_model_logits(m, g, ys);
+    if (!z) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    be->sample_rows((int32_t *)out, (float *)(out + nb), (float *)(out + 2 * nb), z->data, n, V, srow, u);
+    be->d2h(tok, out, nb);
+    vc_status st = be->sync();
+    for (int i = 0; !st && i < n; i++)
+        if (tok[i] < 0 || tok[i] >= vc_model_cfg(m)->vocab) tok[i] = -1; /* (an LM head past the embedding's rows) */
+    return st;
+}
+
+/* the drafts s may take: n_draft of them where its MTP rows reach its pending token, within the tokens still to come
+ * (a step yields up to 1 + n_draft) */
+static int draft_room(const vc_run *R, const vc_seq *s) {
+    if (s->n_mtp != s->n_cached || s->n_cached != s->n_tok - 1) return 0;
+    int64_t left = R->sp->max_new_tokens - (s->n_tok - s->n_prompt) - 1;
+    return left < R->spec ? (int)(left > 0 ? left : 0) : R->spec;
+}
+
+/* one more draft for each of the n sequences s[i] (host arrays in g's arena): the MTP layer at the position after
+ * their last draft's, reading its own hidden state there (rows of y) and that draft; its keys and values there are
+ * overwritten by the next step's rows. A sequence without a page for it drafts no further (s[i] NULL). */
+static vc_status chain_step(vc_run *R, vc_graph *g, vc_seq **s, int n, vc_tensor **y, int64_t *yrow) {
+    vc_kv_pool *P = &R->pool;
+    int64_t *cu = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(n + 1), 0), *len = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0);
+    int32_t *ids = vc_graph_alloc(g, sizeof(int32_t) * (size_t)n, 0), *tok = vc_graph_alloc(g, sizeof(int32_t) * (size_t)n, 0);
+    const int32_t **tab = vc_graph_alloc(g, sizeof(int32_t *) * (size_t)n, 0);
+    int64_t *at = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0), H = vc_model_cfg(R->e->m)->hidden;
+    if (!cu || !len || !ids || !tok || !tab || !at) return vc_graph_status(g);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        vc_seq *q = s[i];
+        int64_t pos = q->n_cached + q->n_draft - 1, pg = pos / P->page_tokens;
+        if (pg >= q->n_pg) { /* (the drafts' rows took the pages up to the last draft; this row may need one more) */
+            int32_t *np = realloc(q->pages, sizeof *np * (size_t)(pg + 1)), page = np ? vc_kv_page_alloc(P) : -1;
+            if (np) q->pages = np;
+            if (page < 0) {
+                s[i] = NULL;
+                continue;
+            }
+            q->pages[q->n_pg++] = page;
+        }
+        cu[k] = k, len[k] = pos, ids[k] = q->draft[q->n_draft - 1], tab[k] = q->pages, at[k] = yrow[i];
+        s[k] = q, yrow[k] = k;
+        k++;
+    }
+    cu[k] = k;
+    for (int i = k; i < n; i++) s[i] = NULL;
+    if (!k) return VC_OK;
+    vc_tensor *hs = vc_tensor_2d(g, k, H, 0);
+    const int64_t *at_d = vc_graph_upload(g, at, sizeof(int64_t) * (size_t)k);
+    if (!hs || !at_d) return vc_graph_status(g);
+    vc_be()->gather_rows(hs->data, (*y)->data, at_d, k, H);
+    vc_batch batch = { k, cu, ids };
+    vc_kv_pages kv = { P->mem, P->page_tokens, tab, len, P->bf16, .n_layers = P->n_layer };
+    vc_tensor *y2 = vc_model_mtp_forward_paged(R->e->m, g, &batch, &kv, hs);
+    if (!y2) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    *y = y2;
+    vc_status st = greedy_rows(R, g, y2, cu, k, tok);
+    for (int i = 0; !st && i < k; i++)
+        if (tok[i] >= 0) s[i]->draft[s[i]->n_draft++] = tok[i];
+        else s[i] = NULL;
+    return st;
+}
+
 vc_status vc_spec_draft(vc_run *R, vc_graph *g, vc_tensor *h) {
     vc_spec_buf *sb = &R->sb;
     vc_model *m = R->e->m;
-    const vc_backend *be = vc_be();
     int n = sb->n, nd = 0;
     sb->n = 0;
     if (!n) return VC_OK;
-    int64_t T = 0, H = vc_model_cfg(m)->hidden, V = vc_cfg_out_vocab(vc_model_cfg(m));
+    int64_t T = 0, H = vc_model_cfg(m)->hidden;
     for (int i = 0; i < n; i++) T += sb->e[i].n;
     int64_t *cu = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(n + 1), 0), *len = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0);
     int64_t *at = vc_graph_alloc(g, sizeof(int64_t) * (size_t)T, 0), *last = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0);
-    int32_t *ids = vc_graph_alloc(g, sizeof(int32_t) * (size_t)T, 0);
+    int32_t *ids = vc_graph_alloc(g, sizeof(int32_t) * (size_t)T, 0), *tok = vc_graph_alloc(g, sizeof(int32_t) * (size_t)n, 0);
     const int32_t **tab = vc_graph_alloc(g, sizeof(int32_t *) * (size_t)n, 0);
-    vc_sample_row *srow = vc_graph_alloc(g, sizeof *srow * (size_t)n, 0);
-    float *u = vc_graph_alloc(g, sizeof(float) * (size_t)n, 1);
-    if (!cu || !len || !at || !last || !ids || !tab || !srow || !u) return vc_graph_status(g);
+    vc_seq **ds = vc_graph_alloc(g, sizeof(vc_seq *) * (size_t)n, 0);
+    if (!cu || !len || !at || !last || !ids || !tok || !tab || !ds) return vc_graph_status(g);
     cu[0] = 0;
     for (int i = 0; i < n; i++) {
         const vc_spec_entry *e = &sb->e[i];
@@ -74,47 +150,33 @@ vc_status vc_spec_draft(vc_run *R, vc_graph *g, vc_tensor *h) {
         cu[i + 1] = cu[i] + e->n;
         len[i] = e->pos;
         tab[i] = e->s->pages;
-        if (e->draft) {
-            last[nd] = cu[i + 1] - 1;
-            srow[nd] = (vc_sample_row){ .temperature = 1, .top_p = 1, .greedy = 1, .first = nd, .n = 1 };
-            nd++;
-        }
+        e->s->n_mtp = e->pos + e->n;
+        e->s->n_draft = 0;
+        if (e->draft && draft_room(R, e->s) > 0) last[nd] = cu[i + 1] - 1, ds[nd++] = e->s;
     }
     vc_tensor *hs = vc_tensor_2d(g, T, H, 0);
     const int64_t *at_d = vc_graph_upload(g, at, sizeof(int64_t) * (size_t)T);
     if (!hs || !at_d) return vc_graph_status(g);
-    be->gather_rows(hs->data, h->data, at_d, T, H);
+    vc_be()->gather_rows(hs->data, h->data, at_d, T, H);
     vc_batch batch = { n, cu, ids };
     vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, tab, len, R->pool.bf16, .n_layers = R->pool.n_layer };
     vc_tensor *y = vc_model_mtp_forward_paged(m, g, &batch, &kv, hs);
     if (!y) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-    int32_t *tok = NULL;
-    if (nd) {
-        vc_tensor *ys = vc_tensor_2d(g, nd, H, 0);
-        const int64_t *last_d = vc_graph_upload(g, last, sizeof(int64_t) * (size_t)nd);
-        if (!ys || !last_d) return vc_graph_status(g);
-        be->gather_rows(ys->data, y->data, last_d, nd, H);
-        vc_tensor *z = vc_model_logits(m, g, ys);
-        size_t nb = sizeof(float) * (size_t)nd;
-        char *out = vc_graph_dalloc(g, 3 * nb, 0);
-        tok = vc_graph_alloc(g, nb, 0);
-        if (!z || !out || !tok) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-        be->sample_rows((int32_t *)out, (float *)(out + nb), (float *)(out + 2 * nb), z->data, nd, V, srow, u);
-        be->d2h(tok, out, nb);
-        vc_status st = be->sync();
-        if (st) return st;
+    vc_status st = nd ? greedy_rows(R, g, y, last, nd, tok) : VC_OK;
+    int k = 0; /* the sequences drafting further: the MTP layer on its own last row and draft */
+    for (int i = 0; !st && i < nd; i++) {
+        if (tok[i] < 0) continue;
+        ds[i]->draft[ds[i]->n_draft++] = tok[i];
+        if (draft_room(R, ds[i]) > 1) ds[k] = ds[i], last[k++] = last[i];
     }
-    for (int i = 0, d = 0; i < n; i++) {
-        vc_seq *s = sb->e[i].s;
-        s->n_mtp = sb->e[i].pos + sb->e[i].n;
-        if (!sb->e[i].draft) continue;
-        int32_t t = tok[d++];
-        /* a draft where the MTP rows reach the pending token and two or more tokens are still to come */
-        int useful = s->n_mtp == s->n_cached && s->n_cached == s->n_tok - 1 &&
-                     s->n_tok - s->n_prompt + 2 <= R->sp->max_new_tokens;
-        s->draft = useful && t >= 0 && t < vc_model_cfg(m)->vocab ? t : -1;
+    for (int depth = 2; !st && k > 0 && depth <= R->spec; depth++) {
+        if ((st = chain_step(R, g, ds, k, &y, last))) break;
+        int k2 = 0;
+        for (int i = 0; i < k; i++)
+            if (ds[i] && draft_room(R, ds[i]) > ds[i]->n_draft) ds[k2] = ds[i], last[k2++] = last[i];
+        k = k2;
     }
-    return VC_OK;
+    return st;
 }
 
 void vc_spec_buf_free(vc_spec_buf *b) {

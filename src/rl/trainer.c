@@ -415,11 +415,14 @@ static vc_status load_actor(vc_rl_trainer *t, const vc_config *cfg, int mtp, int
                          "(actor.zero_stage=3)" : "for a model with linear-attention layers");
         spec = 0;
     }
+    if (spec && (ns < 1 || ns > VC_SPEC_MAX))
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.model.mtp.num_speculative_tokens=%lld: expected 1 to %d",
+                       (long long)ns, VC_SPEC_MAX);
     if (spec && say)
-        vc_info("actor_rollout_ref.model.mtp.enable_rollout=true: the rollout drafts a token a step with the first "
-                "MTP layer (speculative decoding; the tokens and log-probs are those of sampling without it)%s",
-                ns > 1 ? " (num_speculative_tokens > 1: verlc drafts one)" : "");
-    t->spec = spec;
+        vc_info("actor_rollout_ref.model.mtp.enable_rollout=true: the rollout drafts up to %lld token%s a step with the "
+                "first MTP layer (speculative decoding; the tokens and log-probs are those of sampling without it)",
+                (long long)ns, ns == 1 ? "" : "s");
+    t->spec = spec ? (int)ns : 0;
     return VC_OK;
 }
 

@@ -141,7 +141,7 @@ int main(void) {
              tmp);
     CHECK(sh(run_mimo, extra) == 0);
     snprintf(extra, sizeof extra, "--output %s/i.jsonl --n 2 --max-new-tokens 12 --max-prompt-len 24 --overlong skip "
-             "--speculative 2>%s/i.err", tmp, tmp);
+             "--speculative --num-speculative-tokens 2 2>%s/i.err", tmp, tmp);
     CHECK(sh(run_mimo, extra) == 0);
     a = slurp("h.jsonl"), bb = slurp("i.jsonl"), err = slurp("i.err");
     CHECK_MSG(a && bb && !strcmp(a, bb), "--speculative changed the output");

@@ -167,14 +167,15 @@ static void validation_metrics(void) {
  * layer `verlc init` writes: a step with verl's actor/mtp_losses metric, the layer moved (loss and gradients:
  * tests/train/test_mtp.c against PyTorch) */
 /* the rollout drafting with the MTP layer (model.mtp.enable_rollout): the same step as without (the same tokens and
- * log-probs), drafts counted; also with LoRA adapters on the decoder (the MTP row has none) */
+ * log-probs), drafts counted; also with LoRA adapters on the decoder (the MTP row has none), and three drafts a step */
 static void spec_runs(const char *md) {
     static const char *METRICS[] = { "actor/mtp_losses/mtp_1_loss", "actor/entropy", "response_length/mean",
                                      "training/rollout_probs_diff_mean" };
     static const char *MODES[] = { "actor_rollout_ref.model.mtp.enable_train=true",
-                                   "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.lora_alpha=8" };
+                                   "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.lora_alpha=8",
+                                   "actor_rollout_ref.model.mtp.num_speculative_tokens=3" };
     char e[1024];
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         double want[4], got[4];
         for (int spec = 0; spec < 2; spec++) {
             snprintf(e, sizeof e, "actor_rollout_ref.model.path=%s|actor_rollout_ref.model.mtp.enable=true|%s|"
