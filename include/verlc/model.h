@@ -432,7 +432,7 @@ vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, c
  * values go into the pages' MTP layer (kv->n_layers must be n_layer + 1). Returns the layer's final normed hidden
  * states [T, hidden], whose logits (vc_model_logits) predict the token after ids[t]: the same values as a
  * training forward's mtp_out[0] at those positions (vc_batch.mtp_out). Needs the MTP layers loaded
- * (vc_model_load_mtp); MTP layers of a model with linear-attention layers are not built for it. */
+ * (vc_model_load_mtp); a model's linear-attention states are left as they are (kv's state may be NULL). */
 vc_tensor *vc_model_mtp_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, const vc_kv_pages *kv, vc_tensor *h);
 /* Full logits [T, vocab] (soft-capped as the model does). */
 vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden);

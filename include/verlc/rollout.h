@@ -36,8 +36,10 @@ typedef struct vc_rollout_opts {
      * pending token and the drafts are computed together, and each draft is kept where the token sampled from the row
      * before it (by the same uniform as without drafting) equals it, the next row's sample then following. The tokens
      * and log-probs are those of generating without drafts (where the forward is row-invariant, as on the CPU: the
-     * same bits). Needs the MTP layers loaded (vc_model_load_mtp) and a model without linear-attention layers; the
-     * prefix cache is off with it, and a call with images does not draft. At most VC_SPEC_MAX. */
+     * same bits). Needs the MTP layers loaded (vc_model_load_mtp). Linear-attention layers' states are copied aside
+     * before a drafted step and taken back where a draft is not kept (the kept tokens then computed again next step;
+     * the state slots take twice the memory). The prefix cache is off with it, and a call with images does not draft.
+     * At most VC_SPEC_MAX. */
     int speculative;
     const struct vc_tokenizer *tokenizer; /* for stop strings */
     void (*progress)(void *ctx, int done, int total, double tokens_per_s);

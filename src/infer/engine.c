@@ -38,18 +38,12 @@ vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_en
         return vc_fail(VC_ERR_ARG, "rollout: kv_fraction %g must be in (0, 1]", f);
     }
     const vc_model_config *c = vc_model_cfg(m);
-    vc_status st = VC_OK;
     e->o.speculative = e->o.speculative < 0 ? 0 : e->o.speculative > VC_SPEC_MAX ? VC_SPEC_MAX : e->o.speculative;
-    if (e->o.speculative && !c->n_mtp)
-        st = vc_fail(VC_ERR_ARG, "rollout: speculative decoding drafts with the model's MTP layer, and %s was loaded "
-                     "without one (vc_model_load_mtp; its config declares %s)", c->model_type,
-                     "num_nextn_predict_layers or mtp_num_hidden_layers");
-    else if (e->o.speculative && vc_lin_state_floats(c))
-        st = vc_fail(VC_ERR_UNSUPPORTED, "rollout: speculative decoding of a model with linear-attention layers (%s) is "
-                     "not built (their states cannot take back a rejected draft)", c->model_type);
-    if (st) {
+    if (e->o.speculative && !c->n_mtp) {
         free(e);
-        return st;
+        return vc_fail(VC_ERR_ARG, "rollout: speculative decoding drafts with the model's MTP layer, and %s was loaded "
+                       "without one (vc_model_load_mtp; its config declares %s)", c->model_type,
+                       "num_nextn_predict_layers or mtp_num_hidden_layers");
     }
     e->row = vc_kv_row_floats(m);
     e->kept_pad = -1;
@@ -108,11 +102,17 @@ static double budget_bytes(const vc_rollout_engine *e) {
     return e->o.kv_budget_bytes > 0 ? e->o.kv_budget_bytes : e->o.kv_fraction * available_bytes();
 }
 
+/* floats a linear-attention state slot takes: the states, and with drafting their copy from before the step (a draft
+ * not kept takes them back) */
+static int64_t slot_floats(const vc_rollout_engine *e) {
+    return vc_lin_state_floats(vc_model_cfg(e->m)) * (spec_k(e) ? 2 : 1);
+}
+
 /* linear-attention models: state slots for the running sequences (max_batch, or fewer when a call has fewer
  * samples: `seqs`), a forking prompt and the padding rows, at most half of the KV budget (fewer slots run fewer
  * sequences at once); 0 for other models */
 static int state_slots(const vc_rollout_engine *e, int64_t seqs) {
-    int64_t sf = vc_lin_state_floats(vc_model_cfg(e->m));
+    int64_t sf = slot_floats(e);
     if (!sf) return 0;
     double fit = 0.5 * budget_bytes(e) / ((double)sf * sizeof(float));
     int want = (seqs < e->o.max_batch ? (int)seqs : e->o.max_batch) + 2;
@@ -121,7 +121,7 @@ static int state_slots(const vc_rollout_engine *e, int64_t seqs) {
 
 /* the KV pages the budget holds beside the states of `seqs` running sequences */
 static int64_t budget_pages_for(const vc_rollout_engine *e, int64_t seqs) {
-    double bytes = budget_bytes(e) - (double)state_slots(e, seqs) * (double)vc_lin_state_floats(vc_model_cfg(e->m)) * 4.0;
+    double bytes = budget_bytes(e) - (double)state_slots(e, seqs) * (double)slot_floats(e) * 4.0;
     return bytes > 0 ? (int64_t)(bytes / (double)page_bytes(e)) : 0;
 }
 
@@ -306,6 +306,13 @@ typedef struct {
 
 enum { ROW_ONE, ROW_SPEC, ROW_AFTER };
 
+/* linear-attention models with drafting: a drafted sequence's states copied aside before its step (save) or back */
+static void state_keep(vc_run *R, const vc_seq *s, int save) {
+    size_t at = (size_t)s->slot * (size_t)R->state_floats, bytes = sizeof(float) * (size_t)R->state_floats;
+    if (save) R->pool.be->d2d(R->snap + at, R->state + at, bytes);
+    else R->pool.be->d2d(R->state + at, R->snap + at, bytes);
+}
+
 /* a drafted sequence's rows r .. r + n_draft (the pending token's, then each draft's): each row's sample, the next
  * row's kept while this one's equals the draft the next row read; the rows after the first mismatch are dropped, their
  * keys and values left behind the sequence's end (the next step overwrites them). Returns 0 when it finished. */
@@ -319,8 +326,13 @@ static int verify(vc_run *R, const step_buf *c, int r, vc_seq *s, int64_t c0) {
         append(s, c->tok[k], c->lp[k], c->lps[k]);
         if ((f = finish_reason(R, s)) >= 0 || j == nd || c->tok[k] != s->draft[j]) break;
     }
-    if (f >= 0) finalize(R, s, f);
-    else s->n_cached = c0 + j + 1; /* the rows whose inputs were the sequence's tokens */
+    if (f >= 0) {
+        finalize(R, s, f);
+    } else if (j < nd && R->snap) { /* the states ran on past the drafts not kept: back to before the step, and the */
+        state_keep(R, s, 0);       /* pending token and the samples since are computed next step */
+        s->n_cached = c0;
+    } else
+        s->n_cached = c0 + j + 1; /* the rows whose inputs were the sequence's tokens */
     return f < 0;
 }
 
@@ -521,8 +533,10 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
     for (int i = 0; i < R->n_plan; i++) {
         vc_seq *s = R->plan[i];
         if (T + s->plan_n > b->cap_tokens) return vc_fail(VC_ERR_INTERNAL, "rollout: step buffer overflow");
-        if (s->n_cached + s->plan_n > s->n_tok) /* (the drafts' rows after the pending token) */
+        if (s->n_cached + s->plan_n > s->n_tok) { /* (the drafts' rows after the pending token) */
             memcpy(s->tok + s->n_tok, s->draft, sizeof *s->tok * (size_t)s->n_draft);
+            if (R->snap) state_keep(R, s, 1);
+        }
         b->c0[i] = s->n_cached;
         memcpy(b->ids + T, s->tok + s->n_cached, (size_t)s->plan_n * sizeof *b->ids);
         T += s->plan_n;
@@ -707,8 +721,9 @@ static vc_status state_open(vc_rollout_engine *e, vc_run *R, int64_t seqs) {
     if (R->max_seqs > R->n_slots - 2) R->max_seqs = R->n_slots - 2; /* the slots the budget holds run at once */
     size_t bytes = sizeof(float) * (size_t)R->n_slots * (size_t)R->state_floats;
     R->state = R->pool.be->alloc(bytes);
+    R->snap = spec_k(e) ? R->pool.be->alloc(bytes) : NULL;
     R->slot_free = vc_malloc(sizeof(int32_t) * (size_t)R->n_slots);
-    if (!R->state || !R->slot_free)
+    if (!R->state || !R->slot_free || (spec_k(e) && !R->snap))
         return vc_fail(VC_ERR_NOMEM, "rollout: no memory for %d linear-attention state slots (%.1f MB)", R->n_slots,
                        bytes / 1e6);
     for (int i = R->n_slots - 2; i >= 0; i--) R->slot_free[R->n_slot_free++] = i;
@@ -802,6 +817,7 @@ out:
     for (int i = 0; i < R.n_run; i++) vc_seq_free(&R, R.run[i]);
     for (int i = 0; i < R.n_wait; i++) vc_seq_free(&R, R.wait[i]);
     if (R.state) R.pool.be->free(R.state); /* (before the pool goes: its backend owns them) */
+    if (R.snap) R.pool.be->free(R.snap);
     free(R.slot_free);
     if (e->session && !st && R.pool.mem) e->kept = R.pool, e->kept_pad = R.pad_page; /* kept for the next call */
     else vc_kv_pool_release(&R.pool); /* (a kept pool the call took is R.pool now) */

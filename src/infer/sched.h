@@ -76,6 +76,7 @@ typedef struct vc_run {
      * rows'; a waiting sequence holds none (it is recomputed from its first token, as after preemption) */
     int64_t state_floats;
     float *state;           /* backend memory [n_slots][state_floats] */
+    float *snap;            /* ... with drafting, each drafted sequence's states from before the step (NULL: none) */
     int32_t *slot_free;
     int n_slots, n_slot_free;
     /* calls with images: each request's M-RoPE delta (what its positions add to the cached tokens' count after

@@ -29,6 +29,7 @@ vc_status vc_spec_fork(vc_run *R, int64_t c0, int64_t hrow) {
     for (int k = 0; k < R->sb.n_kids; k++) {
         vc_seq *s = R->sb.kids[k];
         int64_t end = s->n_prompt, lp = (end - 1) / P->page_tokens, ls = lp * P->page_tokens;
+        if (s->n_cached != end || lp >= s->n_pg) continue; /* (a waiting sample that dropped its pages) */
         int32_t pg = s->pages[lp];
         if (P->refc[pg] > 1) { /* the MTP layer's row at the prompt's last position reads this sample's first token */
             int32_t own = vc_kv_page_alloc(P);

@@ -1567,7 +1567,7 @@ vc_status vc_dec_setup(fwd_ctx *f) {
     vc_status st = prefix_rows(f);
     if (!st) st = rope_tables(f);
     if (!st && f->paged) st = paged_offsets(f);
-    if (!st) st = lin_seq_states(f);
+    if (!st && !f->mtp_only) st = lin_seq_states(f);
     if (!st) st = lin_tabs_upload(f);
     if (!st) st = mup_upload(f);
     if (!st) st = ones_upload(f);

@@ -40,6 +40,7 @@ typedef struct {
     int kv_stored;          /* paged: the current layer's keys and values are in their bf16 pages already (qkv_rope
                              * wrote them): attend_paged appends nothing */
     int hold_o;             /* paged: the attention output's bf16 rounding held for the o projection (hold_out) */
+    int mtp_only;           /* the MTP layer alone over a paged cache: the linear-attention states untouched */
     vc_tensor *into;        /* without a tape: the buffer the layer's last residual sum is written to (forward's
                              * ping-pong buffers), or NULL */
     vc_tensor *into_h;      /* ... and where it writes the next layer's attention norm of that sum (held), or NULL */

@@ -117,13 +117,13 @@ vc_status vc_model_mtp_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, con
 
 vc_tensor *vc_model_mtp_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, const vc_kv_pages *kv, vc_tensor *h) {
     const vc_model_config *c = &m->cfg;
-    fwd_ctx f = { .m = m, .g = g, .b = b, .paged = kv, .T = b->cu_seqlens[b->n_seq] };
+    fwd_ctx f = { .m = m, .g = g, .b = b, .paged = kv, .T = b->cu_seqlens[b->n_seq], .mtp_only = 1 };
     vc_status st = VC_OK;
     if (!c->n_mtp)
         st = vc_fail(VC_ERR_ARG, "MTP forward: %s was loaded without its MTP layers", c->model_type);
-    else if (vc_lin_state_floats(c) || b->images || b->prefix || b->route)
-        st = vc_fail(VC_ERR_UNSUPPORTED, "MTP forward over a paged cache: not built for linear-attention layers, "
-                     "images, shared prefixes or router replay");
+    else if (b->images || b->prefix || b->route)
+        st = vc_fail(VC_ERR_UNSUPPORTED, "MTP forward over a paged cache: not built for images, shared prefixes or "
+                     "router replay");
     else if (kv->n_layers != c->n_layer + 1)
         st = vc_fail(VC_ERR_ARG, "MTP forward: the KV pages hold %lld layers, not the %lld decoder layers and the MTP "
                      "layer's", (long long)(kv->n_layers ? kv->n_layers : c->n_layer), (long long)c->n_layer + 1);

@@ -36,6 +36,26 @@ static const char *CFG_MIMO_V2 =
     " \"num_nextn_predict_layers\": 1, \"vocab_size\": 300, \"rms_norm_eps\": 1e-5, \"bos_token_id\": 1,"
     " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* Qwen3.5: Gated DeltaNet layers before a full-attention one, its MTP layer behind `mtp.fc` (a draft not kept takes the
+ * linear layers' states back) */
+static const char *CFG_Q35 =
+    "{\"architectures\": [\"Qwen3_5ForCausalLM\"], \"model_type\": \"qwen3_5_text\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 96, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"head_dim\": 12, \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, \"linear_key_head_dim\": 8,"
+    " \"linear_value_head_dim\": 6, \"linear_conv_kernel_dim\": 4, \"vocab_size\": 300, \"mtp_num_hidden_layers\": 1,"
+    " \"max_position_embeddings\": 1024, \"rms_norm_eps\": 1e-6, \"rope_parameters\": {\"rope_type\": \"default\","
+    " \"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.5}, \"tie_word_embeddings\": false,"
+    " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
+static const char *CFG_Q35_2 =
+    "{\"architectures\": [\"Qwen3_5ForCausalLM\"], \"model_type\": \"qwen3_5_text\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 96, \"num_hidden_layers\": 2, \"layer_types\": [\"linear_attention\", \"full_attention\"],"
+    " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 12, \"linear_num_key_heads\": 2,"
+    " \"linear_num_value_heads\": 4, \"linear_key_head_dim\": 8, \"linear_value_head_dim\": 6,"
+    " \"linear_conv_kernel_dim\": 4, \"vocab_size\": 300, \"mtp_num_hidden_layers\": 1, \"rms_norm_eps\": 1e-6,"
+    " \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.5},"
+    " \"tie_word_embeddings\": false, \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 /* a random model of config text (a %d for the layers where it has one) with its MTP layer */
 static vc_model *mtp_model(const char *fmt, int layers, uint64_t seed) {
     char text[2048], path[] = "/tmp/vc_spec_cfgXXXXXX";
@@ -59,8 +79,10 @@ static vc_rollout_sample *generate(vc_model *m, const vc_sampling *sp, run rc, i
     const vc_model_config *c = vc_model_cfg(m);
     int pt = rc.page ? rc.page : 16, bf = vc_matmul_precision() == VC_PREC_BF16;
     double page = (double)vc_kv_page_bytes(pt, c->n_layer + (rc.spec != 0), vc_kv_row_floats(m), bf);
-    vc_rollout_opts o = { .kv_budget_bytes = rc.pages ? (rc.pages + 0.5) * page : 32e6, .page_tokens = pt,
-                          .max_batch = rc.max_batch ? rc.max_batch : 16, .prefill_chunk = rc.chunk ? rc.chunk : 512,
+    int mb = rc.max_batch ? rc.max_batch : 16, seqs = NP * n < mb ? NP * n : mb;
+    double states = (double)(seqs + 2) * (double)vc_lin_state_floats(c) * 4.0 * (rc.spec ? 2 : 1); /* (their slots) */
+    vc_rollout_opts o = { .kv_budget_bytes = rc.pages ? (rc.pages + 0.5) * page + states : 32e6, .page_tokens = pt,
+                          .max_batch = mb, .prefill_chunk = rc.chunk ? rc.chunk : 512,
                           .speculative = rc.spec };
     vc_rollout_request rq[NP];
     for (int i = 0; i < NP; i++) rq[i] = (vc_rollout_request){ prompts[i], plen[i], n, (uint64_t)i };
@@ -93,14 +115,16 @@ static void test_paged_vs_training(vc_model *m, const char *name) {
     vc_graph_set_grad(g, 0);
     vc_kv_pool pool;
     CHECK_OK(vc_kv_pool_init(&pool, 8, 4, c->n_layer + 1, vc_kv_row_floats(m), 0));
-    int32_t pages[8] = { 5, 2, 7, 0, 1, 3, 4, 6 };
+    int32_t pages[8] = { 5, 2, 7, 0, 1, 3, 4, 6 }, slot[1] = { 0 };
     const int32_t *tab[1] = { pages };
+    int64_t sf = vc_lin_state_floats(c); /* (linear-attention layers: the decoder's states in a slot) */
+    float *state = sf ? pool.be->alloc(sizeof(float) * (size_t)sf) : NULL;
     double err = 0, scale = 0;
     for (int k = 0; k < 2; k++) { /* positions [0, cut) then [cut, T - 1): each reads the token after it */
         int64_t p0 = k ? cut : 0, n = k ? T - 1 - cut : cut, len[1] = { p0 }, cu2[2] = { 0, n };
         vc_graph_reset(g);
         vc_batch bm = { 1, cu2, ids + p0 };
-        vc_kv_pages kv = { pool.mem, 4, tab, len, 0, .n_layers = c->n_layer + 1 };
+        vc_kv_pages kv = { pool.mem, 4, tab, len, 0, state, slot, c->n_layer + 1 };
         vc_tensor *hm = vc_model_forward_paged(m, g, &bm, &kv);
         vc_batch bt = { 1, cu2, ids + p0 + 1 };
         vc_tensor *y = hm ? vc_model_mtp_forward_paged(m, g, &bt, &kv, hm) : NULL;
@@ -116,6 +140,7 @@ static void test_paged_vs_training(vc_model *m, const char *name) {
               err);
     printf("%s: MTP layer over pages (two chunks) within %.2g of the training forward's (largest %.2f)\n", name, err,
            scale);
+    if (state) pool.be->free(state);
     vc_kv_pool_release(&pool);
     vc_graph_free(g);
     free(ref);
@@ -176,34 +201,38 @@ static void test_same(vc_model *m, const char *name, int64_t *drafts, int64_t *k
                      "log-probs within 1e-5 where the rows' kernels differ)" : "");
 }
 
-/* MiMo with one decoder layer whose MTP layer repeats it: the MTP layer's copy of layer 0 reading the next token's
- * embedding (the projection passes the embedding half through, embedding rows of unit RMS) sees the sequence one
- * position on, so it predicts what the decoder will; greedy drafts are then mostly kept */
-static void test_kept(void) {
-    vc_model *m = mtp_model(CFG_MIMO, 1, 21);
-    if (!m) return;
-    int np = vc_model_n_params(m);
+/* a model whose MTP layer repeats its last decoder layer: the MTP layer's copy of it reading the next token's embedding
+ * (the projection passes the embedding half through, embedding rows of unit RMS) sees the sequence one position on,
+ * the layers before it contribute a hundredth of their outputs (so the states of Qwen3.5's Gated DeltaNet layer still
+ * move every log-prob), so it predicts what the decoder will; greedy drafts are then mostly kept. hidden_first: MiMo's
+ * [hidden, embedding] projection (else [embedding, hidden]) */
+static vc_model *repeating_model(const char *cfg, int layers, int hidden_first) {
+    vc_model *m = mtp_model(cfg, layers, 21);
+    if (!m) return NULL;
+    int np = vc_model_n_params(m), L = (int)vc_model_cfg(m)->n_layer;
     int64_t H = vc_model_cfg(m)->hidden;
+    char mtp[32], last[32];
+    snprintf(mtp, sizeof mtp, "layers.%d.", L + 1); /* (the MTP row: past the decoder's layers and the globals' row) */
+    snprintf(last, sizeof last, "layers.%d.", L - 1);
     for (int i = 0; i < np; i++) {
         const char *name = NULL;
         vc_tensor *t = vc_model_param(m, i, &name, NULL);
         float *v = malloc(sizeof(float) * (size_t)t->n);
         CHECK_OK(vc_model_param_read(m, i, 0, v));
-        char want[256];
-        const char *mtp = "layers.2."; /* (the MTP row: past the decoder's layer 0 and the globals' row 1) */
+        const char *rest = !strncmp(name, mtp, strlen(mtp)) ? name + strlen(mtp) : NULL, *dot = strrchr(name, '.');
         if (!strcmp(name, "tok_embd")) {
             for (int64_t r = 0; r < t->shape[0]; r++) {
                 double ss = 0;
                 for (int64_t k = 0; k < H; k++) ss += (double)v[r * H + k] * v[r * H + k];
                 for (int64_t k = 0; k < H; k++) v[r * H + k] = (float)(v[r * H + k] / sqrt(ss / (double)H));
             }
-        } else if (!strcmp(name, "layers.2.mtp.proj")) { /* MiMo's [hidden, embedding] -> the embedding */
+        } else if (rest && !strcmp(rest, "mtp.proj")) { /* -> the embedding */
             memset(v, 0, sizeof(float) * (size_t)t->n);
-            for (int64_t r = 0; r < H; r++) v[r * 2 * H + H + r] = 1;
-        } else if (!strncmp(name, mtp, strlen(mtp)) && strcmp(name, "layers.2.mtp.enorm") &&
-                   strcmp(name, "layers.2.mtp.hnorm")) {
-            snprintf(want, sizeof want, "layers.0.%s", name + strlen(mtp));
-            if (!strcmp(name, "layers.2.mtp.final_norm")) snprintf(want, sizeof want, "out_norm");
+            for (int64_t r = 0; r < H; r++) v[r * 2 * H + (hidden_first ? H : 0) + r] = 1;
+        } else if (rest && strcmp(rest, "mtp.enorm") && strcmp(rest, "mtp.hnorm")) {
+            char want[256];
+            snprintf(want, sizeof want, "%s%s", last, rest);
+            if (!strcmp(rest, "mtp.final_norm")) snprintf(want, sizeof want, "out_norm");
             int found = 0;
             for (int j = 0; j < np; j++) {
                 const char *o = NULL;
@@ -211,10 +240,19 @@ static void test_kept(void) {
                 if (!strcmp(o, want)) found = !vc_model_param_read(m, j, 0, v);
             }
             CHECK_MSG(found, "no %s for %s", want, name);
+        } else if (!strncmp(name, "layers.", 7) && atoi(name + 7) < L - 1 && dot &&
+                   (!strcmp(dot, ".o") || !strcmp(dot, ".down") || !strcmp(dot, ".out"))) {
+            for (int64_t k = 0; k < t->n; k++) v[k] *= 0.01f; /* (an earlier layer's outputs, a hundredth of them) */
         }
         CHECK_OK(vc_model_param_write(m, i, v));
         free(v);
     }
+    return m;
+}
+
+static void test_kept(const char *cfg, int layers, int hidden_first, const char *what) {
+    vc_model *m = repeating_model(cfg, layers, hidden_first);
+    if (!m) return;
     vc_sampling greedy = { .greedy = 1, .max_new_tokens = 24, .seed = 1 };
     int na = 0;
     vc_rollout_stats sa;
@@ -227,12 +265,26 @@ static void test_kept(void) {
         double rate = sb.draft_tokens ? (double)sb.draft_accepted / (double)sb.draft_tokens : 0;
         CHECK_MSG(rate > 0.9 && sb.steps <= (sa.steps + k - 1) / k + 2,
                   "an MTP layer repeating the decoder kept %.2f of its drafts (%d a step)", rate, k);
-        printf("an MTP layer repeating the decoder, %d draft%s a step: %lld of %lld greedy drafts kept (%.2f), %lld steps "
-               "against %lld\n", k, k > 1 ? "s" : "", (long long)sb.draft_accepted, (long long)sb.draft_tokens, rate,
-               (long long)sb.steps, (long long)sa.steps);
+        printf("%s, an MTP layer repeating the decoder, %d draft%s a step: %lld of %lld greedy drafts kept (%.2f), "
+               "%lld steps against %lld\n", what, k, k > 1 ? "s" : "", (long long)sb.draft_accepted,
+               (long long)sb.draft_tokens, rate, (long long)sb.steps, (long long)sa.steps);
         vc_rollout_samples_free(y, nb);
     }
     vc_rollout_samples_free(x, na);
+    /* sampled: drafts kept and not, 1 to 3 a step (a Gated DeltaNet layer's states taken back to before the step and
+     * the kept tokens computed again) */
+    vc_sampling sp = { .temperature = 0.7f, .top_k = 4, .top_p = 1.0f, .max_new_tokens = 24, .seed = 5 };
+    vc_rollout_stats sa2, sb2;
+    int n1 = 0, n2 = 0;
+    vc_rollout_sample *a = generate(m, &sp, (run){ 0 }, 3, &n1, &sa2), *b = generate(m, &sp, (run){ 3, 2, 5, 4, 0 }, 3, &n2, &sb2);
+    CHECK_MSG(a && b && n1 == n2 && (same_samples(a, b, n1) || (g_cuda && diff_note(a, b, n1))),
+              "%s: sampled drafts changed the samples", what);
+    CHECK_MSG(sb2.draft_accepted > 0 && sb2.draft_accepted < sb2.draft_tokens, "%s: %lld of %lld sampled drafts kept", what,
+              (long long)sb2.draft_accepted, (long long)sb2.draft_tokens);
+    printf("%s, sampled at 0.7 (top 4), 3 drafts a step: the same samples, %lld of %lld drafts kept\n", what,
+           (long long)sb2.draft_accepted, (long long)sb2.draft_tokens);
+    vc_rollout_samples_free(a, n1);
+    vc_rollout_samples_free(b, n2);
     vc_model_free(m);
 }
 
@@ -289,7 +341,8 @@ static void test_refusals(void) {
 static void run_all(const char *dev) {
     static const struct { const char **cfg, *name; int layers; uint64_t seed; } MODELS[] = {
         { &CFG_MIMO, "mimo", 2, 5 }, { &CFG_DSV3, "deepseek-v3 (latent attention, experts)", 0, 7 },
-        { &CFG_MIMO_V2, "mimo-v2-flash (sliding layers, sinks)", 0, 9 } };
+        { &CFG_MIMO_V2, "mimo-v2-flash (sliding layers, sinks)", 0, 9 },
+        { &CFG_Q35, "qwen3.5 (gated deltanet states taken back)", 0, 11 } };
     int64_t drafts = 0, kept = 0;
     for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) {
         vc_model *m = mtp_model(*MODELS[i].cfg, MODELS[i].layers, MODELS[i].seed);
@@ -304,7 +357,8 @@ static void run_all(const char *dev) {
         vc_model_free(m);
     }
     printf("%s: random MTP layers: %lld of %lld drafts kept\n", dev, (long long)kept, (long long)drafts);
-    test_kept();
+    test_kept(CFG_MIMO, 1, 1, "mimo");
+    test_kept(CFG_Q35_2, 0, 0, "qwen3.5 (a gated deltanet layer first)");
 }
 
 int main(void) {
