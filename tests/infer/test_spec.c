@@ -257,7 +257,7 @@ static void test_kept(const char *cfg, int layers, int hidden_first, const char 
     int na = 0;
     vc_rollout_stats sa;
     vc_rollout_sample *x = generate(m, &greedy, (run){ 0 }, 2, &na, &sa);
-    for (int k = 1; k <= 3; k += 2) { /* one draft a step; three (the MTP layer reading its own hidden states) */
+    for (int k = g_cuda ? 3 : 1; k <= 3; k += 2) { /* one draft a step; three (the MTP layer on its own hidden states) */
         int nb = 0;
         vc_rollout_stats sb;
         vc_rollout_sample *y = generate(m, &greedy, (run){ k, 0, 0, 4, 0 }, 2, &nb, &sb);
@@ -348,7 +348,7 @@ static void run_all(const char *dev) {
         vc_model *m = mtp_model(*MODELS[i].cfg, MODELS[i].layers, MODELS[i].seed);
         if (!m) continue;
         test_paged_vs_training(m, MODELS[i].name);
-        test_same(m, MODELS[i].name, &drafts, &kept);
+        if (!g_cuda || i == 0 || i == 3) test_same(m, MODELS[i].name, &drafts, &kept); /* (the emulator's time) */
         if (i == 0) { /* bf16 matmuls, bf16 pages */
             vc_set_matmul_precision(VC_PREC_BF16);
             test_same(m, "mimo, bf16 matmuls and pages", &drafts, &kept);
@@ -357,7 +357,7 @@ static void run_all(const char *dev) {
         vc_model_free(m);
     }
     printf("%s: random MTP layers: %lld of %lld drafts kept\n", dev, (long long)kept, (long long)drafts);
-    test_kept(CFG_MIMO, 1, 1, "mimo");
+    if (!g_cuda) test_kept(CFG_MIMO, 1, 1, "mimo");
     test_kept(CFG_Q35_2, 0, 0, "qwen3.5 (a gated deltanet layer first)");
 }
 
