@@ -388,7 +388,14 @@ static vc_status load_actor(vc_rl_trainer *t, const vc_config *cfg, int mtp, int
     int spec = 0, say = t->rank == 0;
     int64_t ns = 1;
     vc_status st = mtp ? vc_config_get_bool_or(cfg, "actor_rollout_ref.model.mtp.enable_rollout", 0, &spec) : VC_OK;
-    if (!st && spec) st = vc_config_get_int_or(cfg, "actor_rollout_ref.model.mtp.num_speculative_tokens", 1, &ns);
+    /* the drafts a step: vLLM's num_speculative_tokens, or under rollout.name=sglang its EAGLE speculative_num_steps
+     * (verlc drafts a chain: a speculative_eagle_topk over 1, SGLang's tree, is read as 1) */
+    const char *engine = "vllm";
+    if (!st && spec) st = vc_config_get_str_or(cfg, "actor_rollout_ref.rollout.name", "vllm", &engine);
+    int sglang = !st && spec && engine && !strcmp(engine, "sglang");
+    if (!st && spec)
+        st = vc_config_get_int_or(cfg, sglang ? "actor_rollout_ref.model.mtp.speculative_num_steps"
+                                              : "actor_rollout_ref.model.mtp.num_speculative_tokens", sglang ? 3 : 1, &ns);
     if (st) return st;
     st = mtp_train || spec ? vc_model_load_mtp(t->model_path, &t->actor) : vc_model_load(t->model_path, &t->actor);
     if (st == VC_ERR_UNSUPPORTED && spec && !mtp_train) { /* a family whose MTP layers verlc does not build */
@@ -415,8 +422,8 @@ static vc_status load_actor(vc_rl_trainer *t, const vc_config *cfg, int mtp, int
         spec = 0;
     }
     if (spec && (ns < 1 || ns > VC_SPEC_MAX))
-        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.model.mtp.num_speculative_tokens=%lld: expected 1 to %d",
-                       (long long)ns, VC_SPEC_MAX);
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.model.mtp.%s=%lld: expected 1 to %d", sglang ?
+                       "speculative_num_steps" : "num_speculative_tokens", (long long)ns, VC_SPEC_MAX);
     if (spec && say)
         vc_info("actor_rollout_ref.model.mtp.enable_rollout=true: the rollout drafts up to %lld token%s a step with the "
                 "first MTP layer (speculative decoding; the tokens and log-probs are those of sampling without it)",

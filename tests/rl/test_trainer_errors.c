@@ -194,6 +194,12 @@ static void spec_runs(const char *md) {
         printf("  RL drafting with the MTP layer [%s]: the same step (entropy %.6f), %g drafts, %.3f kept\n", MODES[k],
                got[1], drafts, rate);
     }
+    /* rollout.name=sglang: SGLang's EAGLE steps are the drafts a step */
+    snprintf(e, sizeof e, "actor_rollout_ref.model.path=%s|actor_rollout_ref.model.mtp.enable=true|"
+             "actor_rollout_ref.model.mtp.enable_rollout=true|actor_rollout_ref.rollout.name=sglang|"
+             "actor_rollout_ref.model.mtp.speculative_num_steps=9", md);
+    CHECK(run(e, NULL) == VC_ERR_ARG && strstr(vc_last_error(), "speculative_num_steps=9") != NULL);
+    printf("  %s\n", vc_last_error());
 }
 
 /* Qwen3.5 (Gated DeltaNet layers, its MTP layer behind mtp.fc) drafting in verlc train: the same step as without */
