@@ -382,8 +382,8 @@ static vc_status read_distill(vc_rl_trainer *t, const vc_config *c) {
  * row; with more, `teacher_model` is dropped and each other entry serves the rows whose data source is its
  * key. Each model_path loaded and checked against the actor's vocabulary. */
 /* the actor's weights with verl's MTP layers (model.mtp.*): copied through (enable), trained (enable_train), drafting
- * the rollout's tokens (enable_rollout: speculative decoding, where verlc builds the family's MTP layers and not under
- * ZeRO-3; elsewhere the rollout samples without drafts, the same tokens) */
+ * the rollout's tokens (enable_rollout: speculative decoding, where verlc builds the family's MTP layers; elsewhere the
+ * rollout samples without drafts, the same tokens) */
 static vc_status load_actor(vc_rl_trainer *t, const vc_config *cfg, int mtp, int mtp_train) {
     int spec = 0, say = t->rank == 0;
     int64_t ns = 1;
@@ -414,13 +414,6 @@ static vc_status load_actor(vc_rl_trainer *t, const vc_config *cfg, int mtp, int
     if (mtp_train && say)
         vc_info("actor_rollout_ref.model.mtp.enable_train=true: %d multi-token-prediction layer%s trained beside the "
                 "policy loss", c->n_mtp, c->n_mtp == 1 ? "" : "s");
-    int sharding = VC_SHARD_NONE, overlap = 0;
-    if (spec && t->world > 1 && (st = rl_dist_sharding(cfg, "actor_rollout_ref.actor", &sharding, &overlap))) return st;
-    if (spec && sharding == VC_SHARD_ZERO3) {
-        if (say) vc_info("actor_rollout_ref.model.mtp.enable_rollout=true: drafting with ZeRO-3 (actor.zero_stage=3) is "
-                         "not built; the rollout samples every token without drafts (the same tokens)");
-        spec = 0;
-    }
     if (spec && (ns < 1 || ns > VC_SPEC_MAX))
         return vc_fail(VC_ERR_ARG, "actor_rollout_ref.model.mtp.%s=%lld: expected 1 to %d", sglang ?
                        "speculative_num_steps" : "num_speculative_tokens", (long long)ns, VC_SPEC_MAX);

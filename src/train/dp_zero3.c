@@ -128,7 +128,7 @@ static vc_status gather_layer(vc_trainer *t, int l) {
 static vc_status layer_hook(void *ctx, int l) {
     vc_trainer *t = ctx;
     struct vc_dp_zero3 *z = t->dp->z3;
-    if (z->full_refs) return VC_OK;
+    if (z->full_refs || l >= z->L) return VC_OK; /* (an MTP row past the decoder's layers: never sharded) */
     if (!z->active)
         return vc_fail(VC_ERR_UNSUPPORTED, "ZeRO-3: layer %d's weights are sharded over the ranks outside the "
                        "trainer step (vc_trainer_full_weights gathers them for other work)", l);

@@ -166,6 +166,36 @@ static void test_fault(const char *mode) {
            !strcmp(mode, "hang") ? "hung" : "killed", rc, secs, ok ? "(pass)" : "(FAIL)");
 }
 
+/* drafting with a MiMo model's MTP layer (model.mtp.enable_rollout) on 2 ranks with ZeRO-3: the same step as without
+ * (the MTP layer's weights are whole on every rank: frozen, never sharded) */
+static void test_spec_zero3(void) {
+    char cfg[1024], a[400], b[400], extra[1400], score[500] = "", log[500];
+    write_scorer(score, sizeof score); /* (rewards that vary: a step that moves the weights) */
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\":[\"MiMoForCausalLM\"],\"model_type\":\"mimo\",\"vocab_size\":%d,\"hidden_size\":32,"
+             "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"intermediate_size\":64,"
+             "\"max_position_embeddings\":1024,\"rms_norm_eps\":1e-6,\"num_nextn_predict_layers\":1,"
+             "\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,\"torch_dtype\":\"float32\"}",
+             rl_cli_vocab());
+    CHECK(cli_sh("mkdir -p %s/mimo", dir) == 0);
+    rl_cli_init_model("mimo", cfg);
+    for (int spec = 0; spec < 2; spec++) {
+        char *out = spec ? b : a;
+        snprintf(out, 400, "%s/run_spec_%d", dir, spec);
+        snprintf(extra, sizeof extra, "%s actor_rollout_ref.model.path=%s/mimo actor_rollout_ref.model.mtp.enable=true "
+                 "actor_rollout_ref.model.mtp.enable_rollout=%s actor_rollout_ref.actor.zero_stage=3", score, dir,
+                 spec ? "true" : "false");
+        snprintf(log, sizeof log, "%s/spec_%d.log", dir, spec);
+        int rc = train(2, 2, 2, out, extra, log);
+        CHECK_MSG(rc == 0, "mpirun -np 2 verlc train, ZeRO-3, drafting %d, failed (%d); see %s", spec, rc, log);
+        if (rc) cli_sh("cat %s >&2", log);
+    }
+    CHECK_MSG(cli_sh("grep -q 'drafts up to 1 token' %s", log) == 0, "the drafting run did not draft (%s)", log);
+    check_same_step(a, b, "2 ranks with ZeRO-3: drafting with the MTP layer vs not");
+    double g = metric(b, "actor/grad_norm");
+    CHECK_MSG(g > 1e-4, "the ZeRO-3 drafting step moved nothing (grad_norm %g): the comparison says nothing", g);
+}
+
 int main(void) {
     /* many short multi-rank runs on 2 cores: no memory-plan trial step (rl_test_trainer_e2e and
      * rl_test_trainer_errors run it) */
@@ -175,6 +205,7 @@ int main(void) {
     double t0 = vc_now();
     rl_cli_setup(32, 2, 16, 64);
     test_one_vs_two(2, NULL, NULL, "actor_rollout_ref.actor.zero_stage=3");
+    test_spec_zero3();
 #if !defined(__SANITIZE_ADDRESS__) /* sanitizer builds: the DAPO run below has one mini-batch of 4 prompts too */
     test_one_vs_two(4, NULL, NULL, NULL);
     test_entropy_metric();
