@@ -3,10 +3,11 @@
  * Its keys and values lie in the same pages as the decoder's, as one more layer (vc_kv_pages.n_layers), so a
  * sequence's pages hold the MTP layer's rows of the positions it has computed: a step computes the MTP rows of the
  * positions the decoder computed that step (their next tokens known by then: the prompt's own, or the ones just
- * sampled), and the last of them drafts the sequence's next token. The draft only changes how many tokens a step
- * yields: the engine samples the first row as it would without it and keeps the draft's row where the sample equals
- * the draft (engine.c). A sequence whose MTP rows fall behind (no page for its copy at a fork) goes on without drafts
- * until it is recomputed. */
+ * sampled), and the last of them drafts the sequence's next token; with K drafts a step the MTP layer then goes on
+ * at the next positions reading its own hidden state and its last draft (chain_step). The drafts only change how many
+ * tokens a step yields: the engine samples each row as it would without them and keeps a draft's row while the row
+ * before samples the draft (engine.c, which also takes linear-attention states back). A sequence whose MTP rows fall
+ * behind (no page for its copy at a fork) goes on without drafts until it is recomputed. */
 #include "infer/sched.h"
 #include <string.h>
 
