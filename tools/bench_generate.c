@@ -128,7 +128,7 @@ int vc_bench_generate(int argc, char **argv) {
         else if (!strcmp(k, "--prompt")) prompt = atoi(v);
         else if (!strcmp(k, "--new")) n_new = atoi(v);
         else if (!strcmp(k, "--threads")) vc_set_threads(atoi(v));
-        else if (!strcmp(k, "--num-speculative-tokens")) spec = atoi(v);
+        else if (!strcmp(k, "--num-speculative-tokens")) spec = atoi(v) > 0 ? atoi(v) : -1; /* (-1: refused below) */
         else if (!strcmp(k, "--device")) device = v;
         else if (!strcmp(k, "--precision")) precision = v;
         else return usage();

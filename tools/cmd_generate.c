@@ -53,7 +53,8 @@ static double parse_bytes(const char *s) {
 }
 
 static int parse_args(int argc, char **argv, gen_args *a) {
-    *a = (gen_args){ .n = 1, .max_new = 256, .temperature = 1.0f, .top_p = 1.0f, .max_batch = 256, .overlong = OVER_ERROR };
+    *a = (gen_args){ .n = 1, .max_new = 256, .temperature = 1.0f, .top_p = 1.0f, .max_batch = 256, .overlong = OVER_ERROR,
+                     .spec_k = -1 };
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--greedy")) { a->greedy = 1; continue; }
@@ -91,11 +92,11 @@ static int parse_args(int argc, char **argv, gen_args *a) {
     if (!a->tok_dir) a->tok_dir = a->model;
     if (a->n < 1) { fprintf(stderr, "verlc: generate: --n must be >= 1\n"); return 0; }
     if (a->max_batch < 1) { fprintf(stderr, "verlc: generate: --max-batch must be >= 1\n"); return 0; }
-    if (a->spec_k && (a->spec_k < 1 || a->spec_k > VC_SPEC_MAX)) {
+    if (a->spec_k != -1 && (a->spec_k < 1 || a->spec_k > VC_SPEC_MAX)) {
         fprintf(stderr, "verlc: generate: --num-speculative-tokens must be 1 to %d\n", VC_SPEC_MAX);
         return 0;
     }
-    if (a->spec_k) a->spec = 1;
+    if (a->spec_k > 0) a->spec = 1;
     return 1;
 }
 
