@@ -38,7 +38,8 @@ typedef struct vc_rollout_opts {
      * and log-probs are those of generating without drafts (where the forward is row-invariant, as on the CPU: the
      * same bits). Needs the MTP layers loaded (vc_model_load_mtp). Linear-attention layers' states are copied aside
      * before a drafted step and taken back where a draft is not kept (the kept tokens then computed again next step;
-     * the state slots take twice the memory). The prefix cache is off with it, and a call with images does not draft.
+     * the state slots take twice the memory). With the prefix cache, a reused chain's last position is computed
+     * again (its MTP row read the next token of another sequence). A call with images does not draft.
      * At most VC_SPEC_MAX. */
     int speculative;
     const struct vc_tokenizer *tokenizer; /* for stop strings */

@@ -700,9 +700,8 @@ static vc_status pool_open(vc_rollout_engine *e, vc_run *R, int64_t np, int pad,
         np = 4 * np < b ? 4 * np : b > np ? b : np;
     }
     vc_status st = vc_kv_pool_init(&R->pool, np + pad, e->o.page_tokens, kv_layers(e), e->row, bf);
-    /* the prefix cache shares pages, not the linear-attention states at their ends: off for such models; nor the MTP
-     * layer's rows at a page's end, which read the token after it */
-    if (!st && !e->o.no_prefix_cache && !vc_lin_state_floats(vc_model_cfg(e->m)) && !spec_k(e))
+    /* the prefix cache shares pages, not the linear-attention states at their ends: off for such models */
+    if (!st && !e->o.no_prefix_cache && !vc_lin_state_floats(vc_model_cfg(e->m)))
         st = vc_kv_cache_enable(&R->pool);
     R->pad_page = !st && pad ? vc_kv_page_alloc(&R->pool) : -1;
     return st;

@@ -47,16 +47,24 @@ void vc_seq_prefix(vc_run *R, vc_seq *s) {
     s->n_pg = s->n_reg = k;
     s->n_cached = k * pt;
     s->last_reg = k ? s->pages[k - 1] : -1;
-    R->e->stats.prefix_hit_tokens += k * pt;
+    /* drafting: the MTP layer's row at the chain's last position read the token after it of the sequence that computed
+     * it; this one's may differ, so that position is computed again (into a copy of its page) with its MTP row */
+    if (R->spec && k) s->n_cached--;
+    s->n_mtp = s->n_cached;
+    R->e->stats.prefix_hit_tokens += s->n_cached;
 }
 
 void vc_seq_register(vc_run *R, vc_seq *s) {
     vc_kv_pool *P = &R->pool;
     int64_t pt = P->page_tokens;
+    /* drafting: a page once its tokens are the sequence's own (not drafts) and its MTP rows are computed */
+    int64_t done = R->spec && s->n_mtp < s->n_cached ? s->n_mtp : s->n_cached;
     if (!P->c_parent || vc_seq_images(R, s)) return; /* the same image tokens stand for other images elsewhere */
-    for (; (s->n_reg + 1) * pt <= s->n_cached && s->n_reg < s->n_pg; s->n_reg++) {
+    for (; (s->n_reg + 1) * pt <= done && s->n_reg < s->n_pg; s->n_reg++) {
         int32_t pg = s->pages[s->n_reg], canon = vc_kv_cache_put(P, s->last_reg, s->tok + s->n_reg * pt, pg);
-        if (canon != pg) { /* the same tokens were registered first by another sequence: share that page */
+        /* the same tokens were registered first by another sequence: share that page (not with drafting, where the MTP
+         * layer's row at a page's last position read the token after it, which may be this sequence's own) */
+        if (canon != pg && !R->spec) {
             vc_kv_page_ref(P, canon);
             vc_kv_page_unref(P, pg);
             s->pages[s->n_reg] = canon;

@@ -164,6 +164,7 @@ vc_status vc_spec_draft(vc_run *R, vc_graph *g, vc_tensor *h) {
     vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, tab, len, R->pool.bf16, .n_layers = R->pool.n_layer };
     vc_tensor *y = vc_model_mtp_forward_paged(m, g, &batch, &kv, hs);
     if (!y) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    for (int i = 0; i < n; i++) vc_seq_register(R, sb->e[i].s); /* (pages whose MTP rows are all written now) */
     vc_status st = nd ? greedy_rows(R, g, y, last, nd, tok) : VC_OK;
     int k = 0; /* the sequences drafting further: the MTP layer on its own last row and draft */
     for (int i = 0; !st && i < nd; i++) {

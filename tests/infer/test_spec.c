@@ -304,6 +304,73 @@ static void test_kept(const char *cfg, int layers, int hidden_first, const char 
     vc_model_free(m);
 }
 
+/* one engine's two calls in a session (a conversation's next turn: the first call's prompt and response, then 3 more
+ * tokens), with prompts sharing their first 8 tokens; prefix cache on or off (no_prefix_cache); the second call's
+ * samples, both calls' drafts and reused tokens */
+static vc_rollout_sample *two_turns(vc_model *m, int spec, int no_cache, int *n_out, vc_rollout_stats *st) {
+    vc_rollout_opts o = { .kv_budget_bytes = 32e6, .page_tokens = 4, .max_batch = 4, .speculative = spec,
+                          .no_prefix_cache = no_cache };
+    vc_sampling greedy = { .temperature = 1.0f, .top_k = 3, .top_p = 1.0f, .max_new_tokens = 12, .seed = 3 };
+    int32_t p1[NP][40], p2[NP][64];
+    vc_rollout_request rq[NP];
+    for (int i = 0; i < NP; i++) {
+        /* (8 tokens every prompt shares: two full pages of 4, whose last MTP row reads each prompt's own ninth token) */
+        memcpy(p1[i], prompts[3], sizeof(int32_t) * 8);
+        memcpy(p1[i] + 8, prompts[i], sizeof(int32_t) * (size_t)plen[i]);
+        rq[i] = (vc_rollout_request){ p1[i], 8 + plen[i], 1, (uint64_t)i };
+    }
+    vc_rollout_engine *e = NULL;
+    vc_rollout_sample *a = NULL, *b = NULL;
+    int na = 0;
+    *n_out = 0;
+    CHECK_OK(vc_rollout_new(m, &o, &e));
+    if (!e) return NULL;
+    vc_rollout_session(e, 1);
+    CHECK_OK(vc_rollout_generate(e, rq, NP, &greedy, &a, &na));
+    vc_rollout_stats s1;
+    vc_rollout_last_stats(e, &s1);
+    for (int i = 0; a && i < NP; i++) { /* turn 2: turn 1's prompt and response, then 3 tokens */
+        int64_t n = rq[i].prompt_len, k = a[i].n_tokens;
+        memcpy(p2[i], p1[i], sizeof(int32_t) * (size_t)n);
+        memcpy(p2[i] + n, a[i].tokens, sizeof(int32_t) * (size_t)k);
+        for (int j = 0; j < 3; j++) p2[i][n + k + j] = 5 + j;
+        rq[i] = (vc_rollout_request){ p2[i], n + k + 3, 1, (uint64_t)i };
+    }
+    if (a) CHECK_OK(vc_rollout_generate(e, rq, NP, &greedy, &b, n_out));
+    vc_rollout_last_stats(e, st);
+    st->draft_tokens += s1.draft_tokens, st->draft_accepted += s1.draft_accepted; /* (both turns') */
+    st->prefix_hit_tokens += s1.prefix_hit_tokens;
+    vc_rollout_samples_free(a, na);
+    vc_rollout_free(e);
+    return b;
+}
+
+/* the prefix cache with drafting: a reused chain's last position is computed again with its MTP row (the row there
+ * read the next token of the sequence that computed it); the same samples as without drafts or without the cache, and
+ * the same drafts kept as without the cache (the cached pages' MTP rows are right) */
+static void test_prefix_cache(void) {
+    vc_model *m = repeating_model(CFG_MIMO, 1, 1);
+    if (!m) return;
+    int n0 = 0, n1 = 0, n2 = 0;
+    vc_rollout_stats s0, s1, s2;
+    vc_rollout_sample *plain = two_turns(m, 0, 0, &n0, &s0), *cached = two_turns(m, 3, 0, &n1, &s1);
+    vc_rollout_sample *fresh = two_turns(m, 3, 1, &n2, &s2);
+    CHECK(plain && cached && fresh && n0 == n1 && n1 == n2 && same_samples(plain, cached, n0) &&
+          same_samples(fresh, cached, n0));
+    CHECK_MSG(s1.prefix_hit_tokens > 0 && s2.prefix_hit_tokens == 0, "prefix hits %lld and %lld",
+              (long long)s1.prefix_hit_tokens, (long long)s2.prefix_hit_tokens);
+    CHECK_MSG(s1.draft_tokens == s2.draft_tokens && s1.draft_accepted == s2.draft_accepted && s1.draft_accepted > 0,
+              "drafts with the prefix cache %lld / %lld kept, without %lld / %lld", (long long)s1.draft_accepted,
+              (long long)s1.draft_tokens, (long long)s2.draft_accepted, (long long)s2.draft_tokens);
+    printf("prefix cache with drafting (a session's second turn, shared prompt pages): %lld prompt tokens reused, the "
+           "same samples, %lld of %lld drafts kept as without the cache\n", (long long)s1.prefix_hit_tokens,
+           (long long)s1.draft_accepted, (long long)s1.draft_tokens);
+    vc_rollout_samples_free(plain, n0);
+    vc_rollout_samples_free(cached, n1);
+    vc_rollout_samples_free(fresh, n2);
+    vc_model_free(m);
+}
+
 static void test_refusals(void) {
     vc_rollout_opts o = { .speculative = 1 };
     vc_rollout_engine *e = NULL;
@@ -374,6 +441,7 @@ static void run_all(const char *dev) {
     }
     printf("%s: random MTP layers: %lld of %lld drafts kept\n", dev, (long long)kept, (long long)drafts);
     if (!g_cuda) test_kept(CFG_MIMO, 1, 1, "mimo");
+    if (!g_cuda) test_prefix_cache();
     test_kept(CFG_Q35_2, 0, 0, "qwen3.5 (a gated deltanet layer first)");
 }
 
