@@ -150,7 +150,8 @@ static void test_paged_vs_training(vc_model *m, const char *name) {
 static int g_cuda; /* the CUDA backend: a sequence's row count changes kernels (and last bits), not tokens */
 
 /* where two sample lists differ: tokens, or only log-probs (by how much); returns 1 when only log-probs do, by 1e-5 at
- * most (what the CUDA backend may show) */
+ * most with f32 matmuls, 1e-3 with bf16 ones (what the CUDA backend may show: a row through the prefill path's flash
+ * kernel, P in bf16, against the decode kernel; measured on the emulator 9.5e-7 and 9.2e-5) */
 static int diff_note(const vc_rollout_sample *x, const vc_rollout_sample *y, int n) {
     int tok = 0;
     double lp = 0;
@@ -162,7 +163,7 @@ static int diff_note(const vc_rollout_sample *x, const vc_rollout_sample *y, int
         }
     }
     fprintf(stderr, " (%d samples' tokens differ; log-probs of equal tokens within %.3g)\n", tok, lp);
-    return x && y && n && !tok && lp <= 1e-5;
+    return x && y && n && !tok && lp <= (vc_matmul_precision() == VC_PREC_BF16 ? 1e-3 : 1e-5);
 }
 
 /* generating with drafts: the same samples as without, bitwise, in every run configuration */
@@ -198,7 +199,7 @@ static void test_same(vc_model *m, const char *name, int64_t *drafts, int64_t *k
         }
     CHECK_MSG(bad == 0, "%s: %d of %d runs differ with drafts", name, bad, cases);
     if (!bad) printf("%s: %d runs the same with drafts as without%s\n", name, cases, near ? " (cuda: the same tokens, "
-                     "log-probs within 1e-5 where the rows' kernels differ)" : "");
+                     "log-probs within 1e-5 (bf16: 1e-3) where the rows' kernels differ)" : "");
 }
 
 /* a model whose MTP layer repeats its last decoder layer: the MTP layer's copy of it reading the next token's embedding
