@@ -60,6 +60,7 @@ void vc_seq_register(vc_run *R, vc_seq *s) {
     /* drafting: a page once its tokens are the sequence's own (not drafts) and its MTP rows are computed */
     int64_t done = R->spec && s->n_mtp < s->n_cached ? s->n_mtp : s->n_cached;
     if (!P->c_parent || vc_seq_images(R, s)) return; /* the same image tokens stand for other images elsewhere */
+    if (R->e->o.speculative && !R->spec) return; /* (a drafting engine's call that does not draft: no MTP rows) */
     for (; (s->n_reg + 1) * pt <= done && s->n_reg < s->n_pg; s->n_reg++) {
         int32_t pg = s->pages[s->n_reg], canon = vc_kv_cache_put(P, s->last_reg, s->tok + s->n_reg * pt, pg);
         /* the same tokens were registered first by another sequence: share that page (not with drafting, where the MTP
