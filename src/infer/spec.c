@@ -74,6 +74,21 @@ static vc_status greedy_rows(vc_run *R, vc_graph *g, vc_tensor *y, const int64_t
     return st;
 }
 
+/* the MTP layer over n sequences (cu, ids, len and page tables tab: host, in g's arena) reading rows `at` (T of them)
+ * of the hidden states src: its hidden states [T, H], or NULL (the graph's status says why) */
+static vc_tensor *mtp_rows(vc_run *R, vc_graph *g, int n, const int64_t *cu, const int32_t *ids, const int64_t *len,
+                           const int32_t **tab, const int64_t *at, const vc_tensor *src) {
+    vc_kv_pool *P = &R->pool;
+    int64_t T = cu[n], H = vc_model_cfg(R->e->m)->hidden;
+    vc_tensor *hs = vc_tensor_2d(g, T, H, 0);
+    const int64_t *at_d = vc_graph_upload(g, at, sizeof(int64_t) * (size_t)T);
+    if (!hs || !at_d) return NULL;
+    vc_be()->gather_rows(hs->data, src->data, at_d, T, H);
+    vc_batch batch = { n, cu, ids };
+    vc_kv_pages kv = { P->mem, P->page_tokens, tab, len, P->bf16, .n_layers = P->n_layer };
+    return vc_model_mtp_forward_paged(R->e->m, g, &batch, &kv, hs);
+}
+
 /* the drafts s may take: n_draft of them where its MTP rows reach its pending token, within the tokens still to come
  * (a step yields up to 1 + n_draft) */
 static int draft_room(const vc_run *R, const vc_seq *s) {
@@ -90,7 +105,7 @@ static vc_status chain_step(vc_run *R, vc_graph *g, vc_seq **s, int n, vc_tensor
     int64_t *cu = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(n + 1), 0), *len = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0);
     int32_t *ids = vc_graph_alloc(g, sizeof(int32_t) * (size_t)n, 0), *tok = vc_graph_alloc(g, sizeof(int32_t) * (size_t)n, 0);
     const int32_t **tab = vc_graph_alloc(g, sizeof(int32_t *) * (size_t)n, 0);
-    int64_t *at = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0), H = vc_model_cfg(R->e->m)->hidden;
+    int64_t *at = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0);
     if (!cu || !len || !ids || !tok || !tab || !at) return vc_graph_status(g);
     int k = 0;
     for (int i = 0; i < n; i++) {
@@ -112,13 +127,7 @@ static vc_status chain_step(vc_run *R, vc_graph *g, vc_seq **s, int n, vc_tensor
     cu[k] = k;
     for (int i = k; i < n; i++) s[i] = NULL;
     if (!k) return VC_OK;
-    vc_tensor *hs = vc_tensor_2d(g, k, H, 0);
-    const int64_t *at_d = vc_graph_upload(g, at, sizeof(int64_t) * (size_t)k);
-    if (!hs || !at_d) return vc_graph_status(g);
-    vc_be()->gather_rows(hs->data, (*y)->data, at_d, k, H);
-    vc_batch batch = { k, cu, ids };
-    vc_kv_pages kv = { P->mem, P->page_tokens, tab, len, P->bf16, .n_layers = P->n_layer };
-    vc_tensor *y2 = vc_model_mtp_forward_paged(R->e->m, g, &batch, &kv, hs);
+    vc_tensor *y2 = mtp_rows(R, g, k, cu, ids, len, tab, at, *y);
     if (!y2) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     *y = y2;
     vc_status st = greedy_rows(R, g, y2, cu, k, tok);
@@ -130,11 +139,10 @@ static vc_status chain_step(vc_run *R, vc_graph *g, vc_seq **s, int n, vc_tensor
 
 vc_status vc_spec_draft(vc_run *R, vc_graph *g, vc_tensor *h) {
     vc_spec_buf *sb = &R->sb;
-    vc_model *m = R->e->m;
     int n = sb->n, nd = 0;
     sb->n = 0;
     if (!n) return VC_OK;
-    int64_t T = 0, H = vc_model_cfg(m)->hidden;
+    int64_t T = 0;
     for (int i = 0; i < n; i++) T += sb->e[i].n;
     int64_t *cu = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(n + 1), 0), *len = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0);
     int64_t *at = vc_graph_alloc(g, sizeof(int64_t) * (size_t)T, 0), *last = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0);
@@ -156,13 +164,7 @@ vc_status vc_spec_draft(vc_run *R, vc_graph *g, vc_tensor *h) {
         e->s->n_draft = 0;
         if (e->draft && draft_room(R, e->s) > 0) last[nd] = cu[i + 1] - 1, ds[nd++] = e->s;
     }
-    vc_tensor *hs = vc_tensor_2d(g, T, H, 0);
-    const int64_t *at_d = vc_graph_upload(g, at, sizeof(int64_t) * (size_t)T);
-    if (!hs || !at_d) return vc_graph_status(g);
-    vc_be()->gather_rows(hs->data, h->data, at_d, T, H);
-    vc_batch batch = { n, cu, ids };
-    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, tab, len, R->pool.bf16, .n_layers = R->pool.n_layer };
-    vc_tensor *y = vc_model_mtp_forward_paged(m, g, &batch, &kv, hs);
+    vc_tensor *y = mtp_rows(R, g, n, cu, ids, len, tab, at, h);
     if (!y) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     for (int i = 0; i < n; i++) vc_seq_register(R, sb->e[i].s); /* (pages whose MTP rows are all written now) */
     vc_status st = nd ? greedy_rows(R, g, y, last, nd, tok) : VC_OK;
