@@ -311,10 +311,10 @@ static vc_status sum_metric(vc_rl_trainer *t, rl_metrics *met, const char *name)
     return st;
 }
 
-/* speculative decoding: the step's drafts (every rank's) and the share kept (vLLM's draft acceptance rate) */
+/* speculative decoding: the step's drafts (every rank's, counted since the step's generation began) and the share kept
+ * (vLLM's draft acceptance rate) */
 static vc_status spec_metrics(vc_rl_trainer *t, rl_metrics *met) {
     double v[2] = { (double)t->drafts, (double)t->drafts_kept };
-    t->drafts = t->drafts_kept = 0;
     vc_status st = rl_dist_reduce(t, v, 2, VC_SUM);
     if (st) return st;
     rl_metrics_set(met, "rollout/drafts", v[0]);
@@ -368,10 +368,12 @@ static vc_status teacher_logprobs(vc_rl_trainer *t, rl_batch *b, int share) {
 static vc_status dapo_batch(vc_rl_trainer *t, rl_metrics *met, rl_batch *b, rl_dp *dp, int *made) {
     int rounds = 0;
     double t0 = vc_now();
+    t->drafts = t->drafts_kept = 0; /* (not validation's) */
     vc_status st = rl_dynamic_rollout(t, met, b, &rounds);
     if (st) return st;
     *made = 1;
     rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
+    if (t->spec && (st = spec_metrics(t, met))) return st;
     st = dp_layout_rows(t, b, dp);
     if (!st) st = sum_metric(t, met, "reward/failed_rows");
     return st;
@@ -390,6 +392,7 @@ static vc_status rollout_batch(vc_rl_trainer *t, rl_metrics *met, rl_batch *b, r
     int lo = 0, hi = (int)n;
     rl_dist_block(t, (int)n, &lo, &hi);
     double t0 = vc_now();
+    t->drafts = t->drafts_kept = 0; /* (not validation's) */
     vc_status st = rl_rollout_or_skip(t, idx + lo, hi - lo, (uint64_t)t->step, 0, b);
     if (st) return vc_fail_ctx(st, "step %lld: rollout", (long long)t->step);
     rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
