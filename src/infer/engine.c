@@ -38,7 +38,11 @@ vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_en
         return vc_fail(VC_ERR_ARG, "rollout: kv_fraction %g must be in (0, 1]", f);
     }
     const vc_model_config *c = vc_model_cfg(m);
-    e->o.speculative = e->o.speculative < 0 ? 0 : e->o.speculative > VC_SPEC_MAX ? VC_SPEC_MAX : e->o.speculative;
+    if (e->o.speculative < 0 || e->o.speculative > VC_SPEC_MAX) {
+        int k = e->o.speculative;
+        free(e);
+        return vc_fail(VC_ERR_ARG, "rollout: speculative %d: expected 0 (off) to %d drafts a step", k, VC_SPEC_MAX);
+    }
     if (e->o.speculative && !c->n_mtp) {
         free(e);
         return vc_fail(VC_ERR_ARG, "rollout: speculative decoding drafts with the model's MTP layer, and %s was loaded "
@@ -88,7 +92,7 @@ static int kv_bf16(const vc_rollout_engine *e) {
     return vc_matmul_precision() == VC_PREC_BF16 && !(env && *env == '0') && e->row % 2 == 0;
 }
 
-/* drafts a step (vc_rollout_opts.speculative, within [0, VC_SPEC_MAX] since vc_rollout_new) */
+/* drafts a step (vc_rollout_opts.speculative, within [0, VC_SPEC_MAX]: vc_rollout_new refuses others) */
 static int spec_k(const vc_rollout_engine *e) { return e->o.speculative; }
 
 /* the layers a page holds: the decoder's, and with speculative decoding the MTP layer's after them */

@@ -386,6 +386,9 @@ static void test_refusals(void) {
     if (plain) {
         CHECK(vc_rollout_new(plain, &o, &e) == VC_ERR_ARG && !e);
         CHECK_MSG(strstr(vc_last_error(), "MTP") != NULL, "%s", vc_last_error());
+        vc_rollout_opts o9 = { .speculative = VC_SPEC_MAX + 1 };
+        CHECK(vc_rollout_new(plain, &o9, &e) == VC_ERR_ARG && !e);
+        CHECK_MSG(strstr(vc_last_error(), "speculative 9") != NULL, "%s", vc_last_error());
         vc_clear_error();
         vc_graph *g = vc_graph_new();
         int64_t cu[2] = { 0, 1 }, len[1] = { 0 };
@@ -419,7 +422,7 @@ static void test_refusals(void) {
         vc_graph_free(g);
     }
     vc_model_free(m);
-    printf("refused: drafting without an MTP layer, pages without its room, a token past the vocabulary\n");
+    printf("refused: drafting without an MTP layer, 9 drafts a step, pages without its room, a token past the vocabulary\n");
 }
 
 static void run_all(const char *dev) {
