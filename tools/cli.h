@@ -31,4 +31,8 @@ VC_CMD(vc_bench_gemm);
 /* the config printer used by `verlc train --print-config` */
 VC_CMD(vc_train_print_config);
 #undef VC_CMD
+/* argv[1..] of a command taking verl's key=value overrides, with --device D / --precision P turned into
+ * trainer.device=D / the actor's mixed_precision.param_dtype=P (cmd_train.c); 1 on failure (printed for `cmd`) */
+int vc_cli_verl_args(const char *cmd, int argc, char **argv, char ***out, int *n);
+void vc_cli_free_args(char **a, int n);
 #endif

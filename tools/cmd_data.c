@@ -12,19 +12,23 @@
 #include <sys/stat.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: verlc data gsm8k --input DIR --out DIR\n"
+    fprintf(stderr, "usage: verlc data gsm8k --input DIR --out DIR [--parquet]\n"
                     "       verlc data jsonl --input F.parquet|F.jsonl --out O.jsonl\n"
+                    "       verlc data parquet --input F.jsonl|F.parquet --out O.parquet\n"
                     "  writes the rows verlc reads from a Parquet (or JSONL) file as JSONL\n"
                     "  converts GSM8K train/test ({question, answer}; DIR/train.jsonl, DIR/train.parquet or Hugging Face's\n"
                     "  DIR/main/train-00000-of-00001.parquet) into verl's row schema\n"
-                    "  (as verl's examples/data_preprocess/gsm8k.py), written as DIR/train.jsonl and test.jsonl\n");
+                    "  (as verl's examples/data_preprocess/gsm8k.py), written as DIR/train.jsonl and test.jsonl (--parquet:\n"
+                    "  train.parquet and test.parquet, as gsm8k.py writes them)\n");
     return 2;
 }
 
 static int cmd_gsm8k(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
+    int parquet = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
+        if (!strcmp(argv[i], "--parquet")) parquet = 1;
+        else if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage();
         else {
@@ -40,7 +44,7 @@ static int cmd_gsm8k(int argc, char **argv) {
     const char *splits[2] = { "train", "test" };
     for (int s = 0; s < 2; s++) {
         char name[32], src_name[64];
-        snprintf(name, sizeof name, "%s.jsonl", splits[s]);
+        snprintf(name, sizeof name, "%s.%s", splits[s], parquet ? "parquet" : "jsonl");
         /* JSONL, or Parquet as named by hand or in Hugging Face's openai/gsm8k (main/train-00000-of-00001.parquet) */
         const char *forms[] = { "%s.jsonl", "%s.parquet", "main/%s-00000-of-00001.parquet" };
         char *src = NULL;
@@ -64,9 +68,9 @@ static int cmd_gsm8k(int argc, char **argv) {
     return 0;
 }
 
-/* the rows as verlc reads them (Parquet or JSONL), one JSON object per line */
-static int cmd_jsonl(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
+/* the rows as verlc reads them (Parquet or JSONL), one JSON object per line, or (parquet) as a Parquet file */
+static int cmd_convert(int argc, char **argv, int parquet) {
+    const char *in = NULL, *out = NULL, *name = parquet ? "parquet" : "jsonl";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
@@ -74,18 +78,19 @@ static int cmd_jsonl(int argc, char **argv) {
     }
     if (!in || !out) return usage();
     vc_jsonl *d = NULL;
-    vc_status st = vc_jsonl_read(in, VC_JSONL_STRICT | VC_JSONL_HF_IMAGES, &d); /* (as `verlc train` reads it) */
+    /* (as `verlc train` reads it; the Parquet file gets the rows as pandas reads them) */
+    vc_status st = vc_jsonl_read(in, VC_JSONL_STRICT | (parquet ? 0 : VC_JSONL_HF_IMAGES), &d);
     vc_strbuf b = { 0 };
-    for (size_t i = 0; !st && i < d->n_rows; i++) {
+    for (size_t i = 0; !st && !parquet && i < d->n_rows; i++) {
         char *row = vc_json_print(d->rows[i], 0);
         if (row) vc_sb_puts(&b, row);
         vc_sb_puts(&b, "\n");
         if (!row || b.oom) st = vc_fail(VC_ERR_NOMEM, "out of memory at row %zu", i + 1);
         free(row);
     }
-    if (!st) st = vc_write_file_atomic(out, b.p ? b.p : "", b.n);
+    if (!st) st = parquet ? vc_parquet_write(out, d->rows, d->n_rows) : vc_write_file_atomic(out, b.p ? b.p : "", b.n);
     if (!st) printf("%s: %zu rows -> %s\n", in, d->n_rows, out);
-    else fprintf(stderr, "verlc data jsonl: %s\n", vc_last_error());
+    else fprintf(stderr, "verlc data %s: %s\n", name, vc_last_error());
     free(b.p);
     vc_jsonl_free(d);
     return st ? 1 : 0;
@@ -94,7 +99,8 @@ static int cmd_jsonl(int argc, char **argv) {
 int vc_cmd_data(int argc, char **argv) {
     if (argc < 2) return usage();
     if (!strcmp(argv[1], "gsm8k")) return cmd_gsm8k(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "jsonl")) return cmd_jsonl(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "jsonl")) return cmd_convert(argc - 1, argv + 1, 0);
+    if (!strcmp(argv[1], "parquet")) return cmd_convert(argc - 1, argv + 1, 1);
     fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);
     return usage();
 }

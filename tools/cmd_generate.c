@@ -18,16 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OVER_ERROR, OVER_SKIP, OVER_TRUNCATE };
-
-typedef struct {
-    const char *model, *input, *output, *tok_dir, *device, *precision;
-    int n, top_k, max_new, greedy, max_batch, max_prompt, overlong, threads, n_stop, spec, spec_k;
-    uint64_t seed;
-    float temperature, top_p, min_p;
-    double kv_budget, kv_fraction;
-    const char *stop[16];
-} gen_args;
+#include "cmd_generate.h"
 
 static int usage(void) {
     fprintf(stderr,
@@ -53,6 +44,9 @@ static double parse_bytes(const char *s) {
 }
 
 static int parse_args(int argc, char **argv, gen_args *a) {
+    for (int i = 1; i < argc; i++) /* verl's key=value form (main_generation_server) */
+        if (argv[i][0] != '-' && strchr(argv[i], '=') && argv[i - 1][0] != '-')
+            return gen_verl_args(argc, argv, a);
     *a = (gen_args){ .n = 1, .max_new = 256, .temperature = 1.0f, .top_p = 1.0f, .max_batch = 256, .overlong = OVER_ERROR,
                      .spec_k = -1 };
     for (int i = 1; i < argc; i++) {
@@ -90,6 +84,9 @@ static int parse_args(int argc, char **argv, gen_args *a) {
     }
     if (!a->model || !a->input || !a->output) return 0;
     if (!a->tok_dir) a->tok_dir = a->model;
+    a->inputs[a->n_inputs++] = a->input;
+    size_t lo = strlen(a->output);
+    a->parquet = lo > 8 && !strcmp(a->output + lo - 8, ".parquet");
     if (a->n < 1) { fprintf(stderr, "verlc: generate: --n must be >= 1\n"); return 0; }
     if (a->max_batch < 1) { fprintf(stderr, "verlc: generate: --max-batch must be >= 1\n"); return 0; }
     if (a->spec_k != -1 && (a->spec_k < 1 || a->spec_k > VC_SPEC_MAX)) {
@@ -133,7 +130,8 @@ static void on_progress(void *ctx, int done, int total, double tps) {
 
 /* ---- prompts ---- */
 typedef struct {
-    int64_t index;   /* row in the input */
+    int64_t index;   /* row in the inputs, counted over them in order */
+    const cJSON *src; /* the input row */
     char *text;      /* rendered prompt */
     int32_t *ids;
     size_t n_ids;
@@ -150,10 +148,14 @@ static int has_visuals(const cJSON *row) {
 }
 
 static vc_status render_row(const vc_jsonl *d, size_t i, const vc_tokenizer *tk, vc_chat_template **tmpl,
-                            const char *tok_dir, prompt_row *r) {
+                            const gen_args *a, prompt_row *r) {
     const cJSON *row = d->rows[i], *msgs = cJSON_GetObjectItemCaseSensitive(row, "messages");
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(row, "prompt");
+    const char *tok_dir = a->tok_dir;
     if (!msgs && cJSON_IsArray(pr)) msgs = pr;
+    if (a->prompt_key && !cJSON_IsArray(msgs = cJSON_GetObjectItemCaseSensitive(row, a->prompt_key)))
+        return vc_fail(VC_ERR_FORMAT, "%s:%lld: data.prompt_key '%s' is %s, not a list of messages", d->path,
+                       (long long)d->lines[i], a->prompt_key, msgs ? "present" : "absent");
     if (has_visuals(row)) /* (rather than generating from "<image>" / "<video>" as text) */
         return vc_fail(VC_ERR_UNSUPPORTED, "%s:%lld: a row with images or videos needs an image-text model (Qwen2-VL, "
                        "Qwen2.5-VL, Qwen3-VL, Qwen3.5, GLM-4V) and verl's schema: `prompt` as a list of messages with "
@@ -180,9 +182,9 @@ static vc_status render_row(const vc_jsonl *d, size_t i, const vc_tokenizer *tk,
 }
 
 /* 1 when the model has a vision tower and some row holds images or videos in verl's schema (a `prompt` list) */
-static int image_input(const vc_model *m, const vc_jsonl *d) {
+static int image_input(const vc_model *m, const vc_jsonl *d, const char *key) {
     for (size_t i = 0; vc_model_vision(m) && i < d->n_rows; i++)
-        if (has_visuals(d->rows[i]) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(d->rows[i], "prompt"))) return 1;
+        if (has_visuals(d->rows[i]) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(d->rows[i], key))) return 1;
     return 0;
 }
 
@@ -203,7 +205,9 @@ static vc_status prompt_text(const vc_tokenizer *tk, const vc_rl_prompt *p, int3
 /* verl rows with images through its RLHFDataset path (the chat template over content lists, fetch_image and the
  * image processor, each pad expanded): rows[], their requests with their images (pixels kept in im[]) */
 static vc_status image_rows(const gen_args *a, const vc_model *m, const vc_tokenizer *tk, vc_chat_template **tmpl,
-                            int64_t limit, prompt_row *rows, vc_rollout_request *rq, vc_images *im, int *n_rows) {
+                            int64_t limit, const vc_jsonl *d, prompt_row *rows, vc_rollout_request *rq, vc_images *im,
+                            int *n_rows) {
+    size_t src = 0;
     vc_vl_image_config vl;
     vc_vl_videos vv;
     char *dir = NULL, why[400] = "";
@@ -215,7 +219,7 @@ static vc_status image_rows(const gen_args *a, const vc_model *m, const vc_token
     if (!st && !*tmpl) st = vc_chat_template_load(a->tok_dir, tmpl);
     const vc_model_config *mc = vc_model_cfg(m);
     int32_t pad = mc->image_id, vpad = mc->video_id;
-    vc_rl_data_opts o = { .prompt_key = "prompt", .max_prompt_length = limit, .max_samples = -1, .image_key = "images",
+    vc_rl_data_opts o = { .prompt_key = a->prompt_key ? a->prompt_key : "prompt", .max_prompt_length = limit, .max_samples = -1, .image_key = "images",
                           .video_key = "videos", .vl = &vl, .image_token = vc_tokenizer_id_to_token(tk, pad),
                           .videos = has_video ? &vv : NULL, .no_video_reason = why,
                           .video_token = vpad >= 0 ? vc_tokenizer_id_to_token(tk, vpad) : NULL,
@@ -231,6 +235,8 @@ static vc_status image_rows(const gen_args *a, const vc_model *m, const vc_token
         int ni = 0;
         int64_t row = 0;
         r->index = p->line - 1;
+        while (src + 1 < d->n_rows && d->lines[src] < p->line) src++; /* (the dataset's rows in the file's order) */
+        r->src = d->rows[src];
         r->n_ids = (size_t)p->len;
         if ((st = vc_rl_prompt_visuals(ds, i, &pix, &grid, &ni, &row, &ts))) break;
         im[*n_rows] = (vc_images){ ni, grid, pix, row, ts };
@@ -295,6 +301,27 @@ static vc_status write_output(const gen_args *a, const vc_tokenizer *tk, const p
     return st;
 }
 
+/* main_generation_server's rows: each prompt's input row with its samples' texts as `responses` */
+static vc_status parquet_output(const gen_args *a, const vc_tokenizer *tk, const prompt_row *rows, int n_rows,
+                                const vc_rollout_sample *s, int n) {
+    gen_out_row *o = calloc((size_t)n_rows + 1, sizeof *o);
+    char **texts = calloc((size_t)n_rows * (size_t)a->n + 1, sizeof *texts);
+    vc_status st = o && texts ? VC_OK : vc_fail(VC_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < n_rows; i++) o[i] = (gen_out_row){ rows[i].src, texts + (size_t)i * (size_t)a->n };
+    for (int i = 0; !st && i < n; i++) {
+        size_t len;
+        char **t = &o[s[i].request].texts[s[i].sample];
+        free(*t);
+        *t = NULL;
+        st = vc_tokenizer_decode(tk, s[i].tokens, (size_t)s[i].n_tokens, 1, t, &len);
+    }
+    if (!st) st = gen_write_parquet(a->output, o, n_rows, a->n);
+    for (size_t i = 0; texts && i < (size_t)n_rows * (size_t)a->n; i++) free(texts[i]);
+    free(texts);
+    free(o);
+    return st;
+}
+
 int vc_cmd_generate(int argc, char **argv) {
     gen_args a;
     if (!parse_args(argc, argv, &a)) return usage();
@@ -306,7 +333,8 @@ int vc_cmd_generate(int argc, char **argv) {
     vc_model *m = NULL;
     vc_tokenizer *tk = NULL;
     vc_chat_template *tmpl = NULL;
-    vc_jsonl *d = NULL;
+    vc_jsonl *ds[GEN_MAX_INPUTS] = { 0 };
+    size_t total = 0;
     vc_rollout_engine *e = NULL;
     vc_rollout_sample *out = NULL;
     prompt_row *rows = NULL;
@@ -314,29 +342,40 @@ int vc_cmd_generate(int argc, char **argv) {
     vc_images *im = NULL;
     vc_status st;
     if ((st = a.spec ? vc_model_load_mtp(a.model, &m) : vc_model_load(a.model, &m)) ||
-        (st = vc_tokenizer_load(a.tok_dir, &tk)) ||
-        (st = vc_jsonl_read(a.input, VC_JSONL_STRICT, &d)))
+        (st = vc_tokenizer_load(a.tok_dir, &tk)))
         goto out;
+    for (int f = 0; f < a.n_inputs; f++) {
+        if ((st = vc_jsonl_read(a.inputs[f], VC_JSONL_STRICT, &ds[f]))) goto out;
+        total += ds[f]->n_rows;
+    }
     const vc_model_config *c = vc_model_cfg(m);
-    rows = calloc(d->n_rows + 1, sizeof *rows);
-    rq = calloc(d->n_rows + 1, sizeof *rq);
-    im = calloc(d->n_rows + 1, sizeof *im);
+    rows = calloc(total + 1, sizeof *rows);
+    rq = calloc(total + 1, sizeof *rq);
+    im = calloc(total + 1, sizeof *im);
     if (!rows || !rq || !im) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); goto out; }
     int64_t limit = c->max_pos > a.max_new ? c->max_pos - a.max_new : c->max_pos;
     const char *why = "context length minus --max-new-tokens";
     if (a.max_prompt > 0 && a.max_prompt < limit) { limit = a.max_prompt; why = "--max-prompt-len"; }
-    int vl = image_input(m, d); /* rows with images: through verl's dataset path, every row */
-    if (vl && (st = image_rows(&a, m, tk, &tmpl, limit, rows, rq, im, &n_rows))) goto out;
-    for (size_t i = 0; !vl && i < d->n_rows; i++) {
-        prompt_row *r = &rows[n_rows];
-        r->index = (int64_t)i;
-        if ((st = render_row(d, i, tk, &tmpl, a.tok_dir, r))) { n_rows++; goto out; }
-        int k = check_length(&a, d, i, r, limit, why);
-        if (k < 0) { n_rows++; st = VC_ERR_ARG; vc_fail(st, "prompt too long (use --overlong skip|truncate)"); goto out; }
-        if (k > 0) { free(r->text); free(r->ids); memset(r, 0, sizeof *r); continue; }
-        rq[n_rows] = (vc_rollout_request){ r->ids, (int64_t)r->n_ids, a.n, (uint64_t)i };
-        n_rows++;
+    int vl = 0; /* rows with images: through verl's dataset path, every row */
+    for (int f = 0; f < a.n_inputs; f++) vl |= image_input(m, ds[f], a.prompt_key ? a.prompt_key : "prompt");
+    if (vl && a.n_inputs > 1) {
+        st = vc_fail(VC_ERR_UNSUPPORTED, "rows with images from %d files: one file at a time", a.n_inputs);
+        goto out;
     }
+    if (vl && (st = image_rows(&a, m, tk, &tmpl, limit, ds[0], rows, rq, im, &n_rows))) goto out;
+    for (int f = 0, base = 0; !vl && f < a.n_inputs; base += (int)ds[f]->n_rows, f++)
+        for (size_t i = 0; i < ds[f]->n_rows; i++) {
+            const vc_jsonl *d = ds[f];
+            prompt_row *r = &rows[n_rows];
+            r->index = base + (int64_t)i;
+            r->src = d->rows[i];
+            if ((st = render_row(d, i, tk, &tmpl, &a, r))) { n_rows++; goto out; }
+            int k = check_length(&a, d, i, r, limit, why);
+            if (k < 0) { n_rows++; st = VC_ERR_ARG; vc_fail(st, "prompt too long (use --overlong skip|truncate)"); goto out; }
+            if (k > 0) { free(r->text); free(r->ids); memset(r, 0, sizeof *r); continue; }
+            rq[n_rows] = (vc_rollout_request){ r->ids, (int64_t)r->n_ids, a.n, (uint64_t)r->index };
+            n_rows++;
+        }
     int32_t eos[VC_MAX_EOS + 1];
     int n_eos = 0;
     for (int i = 0; i < c->n_eos; i++) eos[n_eos++] = c->eos_ids[i];
@@ -351,7 +390,8 @@ int vc_cmd_generate(int argc, char **argv) {
                           .tokenizer = tk, .progress = on_progress, .progress_ctx = &pg,
                           .speculative = a.spec ? (a.spec_k > 0 ? a.spec_k : 1) : 0 };
     if ((st = vc_rollout_new(m, &o, &e)) || (st = vc_rollout_generate(e, rq, n_rows, &sp, &out, &n_out))) goto out;
-    if ((st = write_output(&a, tk, rows, out, n_out))) goto out;
+    if ((st = a.parquet ? parquet_output(&a, tk, rows, n_rows, out, n_out) : write_output(&a, tk, rows, out, n_out)))
+        goto out;
     vc_rollout_stats s;
     vc_rollout_last_stats(e, &s);
     fprintf(stderr, "generate (%s, %s): %d prompts, %d samples, %lld tokens in %.1f s (%.1f tok/s); %lld steps, "
@@ -378,7 +418,8 @@ out:
     free(rows);
     free(im);
     free(rq);
-    vc_jsonl_free(d);
+    for (int f = 0; f < a.n_inputs; f++) vc_jsonl_free(ds[f]);
+    vc_config_free(a.cfg);
     vc_chat_template_free(tmpl);
     vc_tokenizer_free(tk);
     vc_model_free(m);

@@ -10,13 +10,13 @@
 
 #define PARAM_DTYPE "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype"
 
-static void free_args(char **a, int n) {
+void vc_cli_free_args(char **a, int n) {
     for (int i = 0; a && i < n; i++) free(a[i]);
     free(a);
 }
 
 /* argv[1..] with --device D / --precision P turned into trainer.device=D / ...param_dtype=P overrides */
-static int device_args(int argc, char **argv, char ***out, int *n) {
+int vc_cli_verl_args(const char *cmd, int argc, char **argv, char ***out, int *n) {
     char **a = calloc((size_t)argc + 1, sizeof *a);
     if (!a) return 1;
     *n = 0;
@@ -24,21 +24,21 @@ static int device_args(int argc, char **argv, char ***out, int *n) {
         const char *key = !strcmp(argv[i], "--device") ? "trainer.device" : !strcmp(argv[i], "--precision") ? PARAM_DTYPE : NULL;
         if (!key) {
             if (!(a[*n] = strdup(argv[i]))) {
-                free_args(a, *n);
+                vc_cli_free_args(a, *n);
                 return 1;
             }
             (*n)++;
             continue;
         }
         if (i + 1 >= argc) {
-            fprintf(stderr, "verlc train: %s needs a value\n", argv[i]);
-            free_args(a, *n);
+            fprintf(stderr, "verlc %s: %s needs a value\n", cmd, argv[i]);
+            vc_cli_free_args(a, *n);
             return 1;
         }
         size_t len = strlen(key) + strlen(argv[i + 1]) + 2;
         char *kv = malloc(len);
         if (!kv) {
-            free_args(a, *n);
+            vc_cli_free_args(a, *n);
             return 1;
         }
         snprintf(kv, len, "%s=%s", key, argv[++i]);
@@ -76,9 +76,9 @@ int vc_cmd_train(int argc, char **argv) {
     vc_config *cfg = NULL;
     char **args = NULL;
     int n_args = 0;
-    if (device_args(argc, argv, &args, &n_args)) return 2;
+    if (vc_cli_verl_args("train", argc, argv, &args, &n_args)) return 2;
     vc_status lst = vc_config_load_argv(n_args, args, NULL, &cfg);
-    free_args(args, n_args);
+    vc_cli_free_args(args, n_args);
     if (lst != VC_OK) {
         fprintf(stderr, "verlc train: %s\n", vc_last_error());
         return 2;

@@ -42,6 +42,13 @@ vc_status vc_jsonl_read(const char *path, int policy, vc_jsonl **out);
 vc_status vc_jsonl_parse(const char *name, const char *text, size_t len, int policy, vc_jsonl **out);
 void vc_jsonl_free(vc_jsonl *d);
 
+/* Writes rows (JSON objects) as a Parquet file, atomically, as pandas' / pyarrow's to_parquet writes the same
+ * Python rows: the types pyarrow infers (null, bool, int64, double, UTF-8 string, lists, structs of every key seen in
+ * the order first seen, all optional), snappy pages. A key whose values cannot share one type (a string in one row, a
+ * number in another) or an object that never has a field fails naming the row and key. Strings only: binary read
+ * from a Parquet file comes back as the data: URI verlc reads it as. */
+vc_status vc_parquet_write(const char *path, struct cJSON *const *rows, size_t n_rows);
+
 /* Strict JSON syntax check of one value (RFC 8259). Returns 1 when valid; otherwise 0 and writes
  * "expected ... at column N" (column in characters, 1-based) into msg. `allow_nonfinite` accepts
  * NaN, Infinity and -Infinity as numbers. */

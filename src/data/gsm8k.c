@@ -106,15 +106,21 @@ vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char
     if (n_rows) *n_rows = 0;
     vc_status st = vc_jsonl_read(in_path, VC_JSONL_STRICT, &d);
     if (st) return st;
+    size_t len = strlen(out_path);
+    int parquet = len > 8 && !strcmp(out_path + len - 8, ".parquet"); /* (as verl's gsm8k.py writes them) */
+    cJSON **rows = calloc(d->n_rows + 1, sizeof *rows);
+    if (!rows) {
+        st = vc_fail(VC_ERR_NOMEM, "%s: out of memory", out_path);
+        goto out;
+    }
     for (size_t i = 0; i < d->n_rows; i++) {
-        cJSON *row;
-        st = vc_gsm8k_make_row(d->rows[i], split, (int64_t)i, &row);
+        st = vc_gsm8k_make_row(d->rows[i], split, (int64_t)i, &rows[i]);
         if (st) {
             vc_fail_ctx(st, "%s:%lld", in_path, (long long)d->lines[i]);
             goto out;
         }
-        char *text = vc_json_print(row, 0);
-        cJSON_Delete(row);
+        if (parquet) continue;
+        char *text = vc_json_print(rows[i], 0);
         int ok = text && sbuf_put(&b, text, strlen(text)) && sbuf_put(&b, "\n", 1);
         free(text);
         if (!ok) {
@@ -122,9 +128,11 @@ vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char
             goto out;
         }
     }
-    st = vc_write_file_atomic(out_path, b.p ? b.p : "", b.n);
+    st = parquet ? vc_parquet_write(out_path, rows, d->n_rows) : vc_write_file_atomic(out_path, b.p ? b.p : "", b.n);
     if (!st && n_rows) *n_rows = d->n_rows;
 out:
+    for (size_t i = 0; rows && i < d->n_rows; i++) cJSON_Delete(rows[i]);
+    free(rows);
     free(b.p);
     vc_jsonl_free(d);
     return st;

@@ -240,6 +240,9 @@ static vc_status read_group(const pq_file *f, const pq_hf_cols *hf, int g, int64
     a.cur = vc_calloc((size_t)L, sizeof *a.cur);
     a.vcur = vc_calloc((size_t)L, sizeof *a.vcur);
     vc_status st = a.cols && a.cur && a.vcur ? VC_OK : VC_ERR_NOMEM;
+    if (!st && !L && f->groups[g].num_rows) /* (pyarrow writes a table without columns as 0 rows) */
+        st = vc_fail(VC_ERR_FORMAT, "%s: parquet row group %d: %lld rows without a column", f->path, g,
+                     (long long)f->groups[g].num_rows);
     for (int l = 0; l < L && !st; l++) st = pq_column_read(f, g, l, &a.cols[l]);
     for (int64_t r = 0; r < f->groups[g].num_rows && !st; r++) {
         for (int l = 0; l < L && !a.bad; l++)

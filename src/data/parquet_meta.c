@@ -253,8 +253,8 @@ static int analyse(pq_file *f, int i, int parent, int depth, vc_status *st) {
     n->rep = (p ? p->rep : 0) + (parent >= 0 && n->repetition == PQ_REPEATED);
     n->leaf0 = f->n_leaves;
     int next = i + 1;
-    if (n->num_children == 0) {
-        if (parent < 0 || n->type < PQ_BOOLEAN || n->type > PQ_FIXED) {
+    if (n->num_children == 0 && parent >= 0) { /* (a root without children: a table without columns) */
+        if (n->type < PQ_BOOLEAN || n->type > PQ_FIXED) {
             *st = vc_fail(VC_ERR_FORMAT, "%s: parquet schema element '%s' has no type", f->path, n->name);
             return f->n_nodes;
         }
@@ -288,7 +288,7 @@ static int analyse(pq_file *f, int i, int parent, int depth, vc_status *st) {
 static vc_status read_schema(tc_reader *r, pq_file *f) {
     int et;
     int64_t n = tc_list(r, &et);
-    if (r->bad || et != TC_STRUCT || n < 2 || n > MAX_NODES)
+    if (r->bad || et != TC_STRUCT || n < 1 || n > MAX_NODES)
         return vc_fail(VC_ERR_FORMAT, "%s: parquet footer: schema of %lld elements", f->path, (long long)n);
     f->nodes = vc_calloc((size_t)n, sizeof *f->nodes);
     f->leaf_node = vc_calloc((size_t)n, sizeof *f->leaf_node);

@@ -75,6 +75,17 @@ static void test_convert(void) {
         }
     }
     CHECK(seen_comma);
+    /* --parquet: the same rows as verl's gsm8k.py writes them, read back equal */
+    char *pq = vc_path_join(dir, "train.parquet");
+    CHECK_OK(vc_gsm8k_convert(in, pq, "train", &n));
+    vc_jsonl *p = NULL;
+    CHECK_OK(vc_jsonl_read(pq, VC_JSONL_STRICT, &p));
+    size_t same = 0;
+    for (size_t i = 0; p && d && i < p->n_rows && i < d->n_rows; i++) same += cJSON_Compare(p->rows[i], d->rows[i], 1);
+    CHECK_MSG(p && p->n_rows == 7473 && same == 7473, "%zu of 7473 rows the same through Parquet", same);
+    vc_jsonl_free(p);
+    unlink(pq);
+    free(pq);
     vc_jsonl_free(d);
     unlink(out);
 

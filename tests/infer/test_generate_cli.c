@@ -54,6 +54,76 @@ static void response_ids(const char *text, char *out, size_t cap) {
     }
 }
 
+/* the "..." strings after each `key` in text, joined by '|' */
+static void strings_after(const char *text, const char *key, char *out, size_t cap) {
+    size_t k = 0, kl = strlen(key);
+    out[0] = 0;
+    for (const char *p = text; p && (p = strstr(p, key)); p += kl) {
+        const char *q = p + kl, *e = q;
+        while (*e && !(*e == '"' && e[-1] != '\\')) e++;
+        if (!*e || k + (size_t)(e - q) + 2 >= cap) break;
+        memcpy(out + k, q, (size_t)(e - q));
+        k += (size_t)(e - q);
+        out[k++] = '|';
+        out[k] = 0;
+    }
+}
+
+/* verl's main_generation_server command line: its Parquet rows (every input column and `responses`) from two
+ * data.train_files, greedy at temperature 0 giving the texts --greedy gives; its refusals by name */
+static void verl_form(void) {
+    put("v1.jsonl", "{\"data_source\": \"a\", \"prompt\": [{\"role\": \"user\", \"content\": \"What is 2+3?\"}], "
+                    "\"reward_model\": {\"ground_truth\": \"5\"}}\n"
+                    "{\"data_source\": \"a\", \"prompt\": [{\"role\": \"user\", \"content\": \"Name a colour.\"}], "
+                    "\"reward_model\": {\"ground_truth\": \"red\"}}\n");
+    put("v2.jsonl", "{\"data_source\": \"b\", \"prompt\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
+                    "\"extra_info\": {\"index\": 7}}\n");
+    char cmd[4096];
+    const char *verl = "%s generate data.train_files=[%s/v1.jsonl,%s/v2.jsonl] actor_rollout_ref.model.path=%s/model "
+                       "actor_rollout_ref.model.tokenizer_path=%s/tok actor_rollout_ref.rollout.response_length=6 "
+                       "actor_rollout_ref.rollout.prompt_length=40 %s";
+    char out[300], extra[400];
+    snprintf(out, sizeof out, "%s/made/o.parquet", tmp); /* (in a folder main_generation_server makes) */
+    snprintf(extra, sizeof extra, "actor_rollout_ref.rollout.temperature=0 +data.output_path=%s 2>/dev/null", out);
+    snprintf(cmd, sizeof cmd, verl, bin, tmp, tmp, tmp, tmp, extra);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "%s data jsonl --input %s --out %s/o.jsonl >/dev/null && cat %s/v1.jsonl %s/v2.jsonl > %s/v.jsonl && "
+             "%s generate --model %s/model --tokenizer %s/tok --input %s/v.jsonl --output %s/g.jsonl --greedy "
+             "--max-new-tokens 6 2>/dev/null", bin, out, tmp, tmp, tmp, tmp, bin, tmp, tmp, tmp, tmp);
+    CHECK(system(cmd) == 0);
+    char *o = slurp("o.jsonl"), *g = slurp("g.jsonl");
+    static char ro[4096], rg[4096];
+    strings_after(o, "\"responses\":[\"", ro, sizeof ro);
+    strings_after(g, "\"response\":\"", rg, sizeof rg);
+    CHECK_MSG(count(o, "\"responses\":[") == 3 && rg[0] && !strcmp(ro, rg), "parquet responses '%s', --greedy's '%s'", ro, rg);
+    CHECK_MSG(o && strstr(o, "\"data_source\":\"b\"") && strstr(o, "\"ground_truth\":\"red\"") &&
+              strstr(o, "\"extra_info\":{\"index\":7}") && count(o, "\"extra_info\":null") == 2, "%s", o ? o : "");
+    free(o);
+    free(g);
+    /* n samples a row in sample order; refusals */
+    snprintf(cmd, sizeof cmd, verl, bin, tmp, tmp, tmp, tmp, "actor_rollout_ref.rollout.n=3 +data.output_path=");
+    size_t l = strlen(cmd);
+    snprintf(cmd + l, sizeof cmd - l, "%s/n3.parquet 2>/dev/null && %s data jsonl --input %s/n3.parquet --out %s/n3.jsonl >/dev/null",
+             tmp, bin, tmp, tmp);
+    CHECK(system(cmd) == 0);
+    o = slurp("n3.jsonl");
+    CHECK(o && count(o, "\"responses\":[\"") == 3 && count(o, "\",\"") >= 6);
+    free(o);
+    const char *bad[][2] = { { "actor_rollout_ref.rollout.temperature=0 actor_rollout_ref.rollout.n=2 +data.output_path=x.parquet",
+                               "When temperature=0, n_samples must be 1." },
+                             { "", "+data.output_path=FILE.parquet is needed" },
+                             { "data.prompt_key=question +data.output_path=x.parquet", "v1.jsonl:1: data.prompt_key 'question' is absent" } };
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, verl, bin, tmp, tmp, tmp, tmp, bad[i][0]);
+        l = strlen(cmd);
+        snprintf(cmd + l, sizeof cmd - l, " 2>%s/v.err", tmp);
+        CHECK(system(cmd) != 0);
+        char *err = slurp("v.err");
+        CHECK_MSG(err && strstr(err, bad[i][1]), "want '%s': %s", bad[i][1], err ? err : "");
+        free(err);
+    }
+}
+
 int main(void) {
     const char *b = getenv("VERLC_BIN");
     snprintf(bin, sizeof bin, "%s", b ? b : "build/verlc");
@@ -154,6 +224,7 @@ int main(void) {
     err = slurp("j.err");
     CHECK_MSG(err && strstr(err, "declares no multi-token-prediction layers"), "%s", err ? err : "");
     free(err);
+    verl_form();
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     CHECK(system(cmd) == 0);
     return vc_test_done();

@@ -1,0 +1,36 @@
+/* Parquet writing (internal): the schema inferred from JSON rows (parquet_infer.c), as pyarrow infers a table's
+ * types from Python rows, and the leaf columns the rows are shredded into (parquet_write.c). */
+#ifndef VC_DATA_PARQUET_W_H
+#define VC_DATA_PARQUET_W_H
+#include "parquet_tw.h"
+#include "verlc/core.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* a column's or field's type: PW_NULL (only nulls seen: pyarrow's null type), a leaf, a list or a struct */
+enum { PW_NULL, PW_BOOL, PW_INT, PW_DOUBLE, PW_STRING, PW_LIST, PW_STRUCT };
+
+typedef struct pw_node {
+    char *name;
+    int kind;
+    struct pw_node *elem;  /* PW_LIST: the items' node */
+    struct pw_node **kids; /* PW_STRUCT: fields in the order first seen */
+    int n_kids, cap_kids;
+    /* set by pw_levels */
+    int def, rep; /* definition and repetition levels where the value is present */
+    int leaf;     /* a leaf's column index (-1 for groups) */
+} pw_node;
+
+struct cJSON;
+/* the root (a struct of the rows' keys) merged with row `index` (1-based, for messages); a type that cannot join
+ * the earlier rows' (a string where numbers were, an object where lists were) fails naming the row and key */
+vc_status pw_infer(pw_node *root, const struct cJSON *row, size_t index, const char *path);
+/* numbers the leaves in schema order and sets every node's levels; returns the leaf count (-1: a struct without
+ * fields, which Parquet cannot hold: named in the error) */
+int pw_levels(pw_node *root, const char *path);
+void pw_node_free(pw_node *n);
+/* an int's value (its kept digits past 2^53); 0 when it is past 64 bits */
+int pw_int_value(const struct cJSON *j, int64_t *out);
+/* the writer's page and row-group sizes in bytes (0: the defaults, 1 MiB and 128 MiB), for tests */
+void pw_set_limits(size_t page_bytes, size_t group_bytes);
+#endif
