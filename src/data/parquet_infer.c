@@ -166,3 +166,36 @@ void pw_node_free(pw_node *n) {
     free(n->name);
     free(n);
 }
+
+/* a later member of c's object has c's key */
+static int repeated_later(const cJSON *c) {
+    for (const cJSON *d = c->next; d; d = d->next)
+        if (!strcmp(d->string, c->string)) return 1;
+    return 0;
+}
+
+int pw_same(const cJSON *a, const cJSON *b) {
+    if (cJSON_IsObject(a) && cJSON_IsObject(b)) {
+        for (const cJSON *c = a->child; c; c = c->next) {
+            if (repeated_later(c)) continue; /* (the last of a repeated key is the value written) */
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(b, c->string);
+            if (!(d ? pw_same(c, d) : cJSON_IsNull(c))) return 0;
+        }
+        for (const cJSON *d = b->child; d; d = d->next)
+            if (!cJSON_GetObjectItemCaseSensitive(a, d->string) && !cJSON_IsNull(d)) return 0;
+        return 1;
+    }
+    if (cJSON_IsArray(a) && cJSON_IsArray(b)) {
+        const cJSON *c = a->child, *d = b->child;
+        for (; c && d; c = c->next, d = d->next)
+            if (!pw_same(c, d)) return 0;
+        return !c && !d;
+    }
+    if (cJSON_IsNumber(a) && cJSON_IsNumber(b)) {
+        int64_t x, y;
+        if (!vc_json_number_is_float(a) && !vc_json_number_is_float(b) && pw_int_value(a, &x) && pw_int_value(b, &y))
+            return x == y;
+        return a->valuedouble == b->valuedouble && vc_json_number_is_float(a) <= vc_json_number_is_float(b);
+    }
+    return cJSON_Compare(a, b, 1);
+}

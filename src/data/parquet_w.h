@@ -31,6 +31,10 @@ int pw_levels(pw_node *root, const char *path);
 void pw_node_free(pw_node *n);
 /* an int's value (its kept digits past 2^53); 0 when it is past 64 bits */
 int pw_int_value(const struct cJSON *j, int64_t *out);
+/* a row read back (b) equals the row written (a): a repeated key's last value is the one written (json.loads'),
+ * a key a row lacks reads as null, an int in a column of floats as
+ * that float (ints compared by their 64 bits) */
+int pw_same(const struct cJSON *a, const struct cJSON *b);
 /* the writer's page and row-group sizes in bytes (0: the defaults, 1 MiB and 128 MiB), for tests */
 void pw_set_limits(size_t page_bytes, size_t group_bytes);
 #endif

@@ -93,6 +93,14 @@ static void put_value(pw_writer *w, pw_col *c, const pw_node *n, const cJSON *v)
     c->n_vals++;
 }
 
+/* obj's member named key: the last of several, as json.loads keeps it (NULL: absent) */
+static const cJSON *member(const cJSON *obj, const char *key) {
+    const cJSON *m = NULL;
+    for (const cJSON *c = obj->child; c; c = c->next)
+        if (c->string && !strcmp(c->string, key)) m = c;
+    return m;
+}
+
 /* n's value v (NULL: the key is absent) at repetition level r, its parent present up to definition level d */
 static void shred(pw_writer *w, const pw_node *n, const cJSON *v, int r, int d) {
     if (!v || cJSON_IsNull(v) || n->kind == PW_NULL) {
@@ -110,7 +118,7 @@ static void shred(pw_writer *w, const pw_node *n, const cJSON *v, int r, int d) 
             shred(w, n->elem, it, first ? r : n->elem->rep, n->def + 1);
     } else
         for (int i = 0; i < n->n_kids; i++)
-            shred(w, n->kids[i], cJSON_GetObjectItemCaseSensitive(v, n->kids[i]->name), r, n->def);
+            shred(w, n->kids[i], member(v, n->kids[i]->name), r, n->def);
 }
 
 /* ---- pages ---- */
@@ -342,7 +350,7 @@ static vc_status write_rows(pw_writer *w, const pw_node *root, cJSON *const *row
     pb_put(&w->file, "PAR1", 4);
     for (size_t r = 0; !st && r < n_rows; r++) {
         for (int i = 0; i < root->n_kids; i++)
-            shred(w, root->kids[i], cJSON_GetObjectItemCaseSensitive(rows[r], root->kids[i]->name), 0, 0);
+            shred(w, root->kids[i], member(rows[r], root->kids[i]->name), 0, 0);
         st = w->err ? w->err : row_done(w);
     }
     if (!st) st = flush_group(w);
