@@ -41,7 +41,8 @@ seed() { # name dir
     config) for f in tests/fixtures/models/*/config.json "$VERLC_SHARED"/fixtures/models/*/config.json; do
         if [[ -f $f ]]; then cp "$f" "$d/$(basename "$(dirname "$f")")"; fi; done ;;
     parquet) cp tests/fixtures/parquet/*.parquet tests/fixtures/vision/dataset/rows_hf*.parquet "$d" ;;
-    torch_bin) cp $(find tests/fixtures/torch_bin -name "*.bin") "$d" ;;
+    torch_bin) cp $(find tests/fixtures/torch_bin -name "*.bin") "$d"
+        for f in tests/fixtures/verl_ckpt/*/model_world_size_*_rank_0.pt; do cp "$f" "$d/verl_$(basename "$(dirname "$f")").pt"; done ;;
     safetensors) find tests/fixtures -name "*.safetensors" -size -64k | head -20 | while read -r f; do
         cp "$f" "$d/$(echo "$f" | tr / _)"; done ;;
     vlproc) find tests/fixtures "$VERLC_SHARED"/fixtures -name preprocessor_config.json | while read -r f; do

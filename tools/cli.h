@@ -19,6 +19,7 @@ VC_CMD(vc_cmd_report);
 VC_CMD(vc_cmd_demo);
 VC_CMD(vc_cmd_tools);
 VC_CMD(vc_cmd_eval);
+VC_CMD(vc_cmd_model_merger);
 /* `verlc bench <name>` entry points (tools/bench_<name>.c) */
 VC_CMD(vc_bench_forward);
 VC_CMD(vc_bench_train);

@@ -24,7 +24,9 @@ int main(int argc, char **argv) {
         { "detokenize", vc_cmd_detokenize, "JSONL id rows to text" },
         { "chat-template", vc_cmd_chat_template, "render a chat template for JSON messages" },
         { "algos", vc_cmd_algos, "evaluate verl's core algorithm functions from JSON" },
-        { "data", vc_cmd_data, "dataset conversion (data gsm8k ..., data jsonl: Parquet rows as JSONL)" },
+        { "data", vc_cmd_data, "dataset conversion (data gsm8k ..., data jsonl / parquet: rows between the formats)" },
+        { "model_merger", vc_cmd_model_merger, "merge a verl FSDP checkpoint's ranks into a Hugging Face folder "
+                                                 "(verl.model_merger)" },
         { "eval", vc_cmd_eval, "score a file of generated responses per data source (verl's main_eval)" },
         { "report", vc_cmd_report, "write an HTML report for a run directory" },
         { "tools", vc_cmd_tools, "load a multi-turn tool config (MCP servers included) and try a call" },

@@ -1,7 +1,8 @@
 /* PyTorch checkpoints (pytorch_model.bin, torch.save's zip format): the pickled state dict (data.pkl) is
  * read by a small pickle machine that knows only what a tensor state dict uses (protocol 2 opcodes,
- * tensors rebuilt by torch._utils._rebuild_tensor_v2, parameters, OrderedDict) and runs nothing: any
- * other callable is refused by name. Each tensor points into its storage's ZIP entry in the mapped file
+ * tensors rebuilt by torch._utils._rebuild_tensor_v2, parameters, OrderedDict; DTensors as FSDP's sharded state
+ * dicts pickle them: their local tensor and DTensorSpec, classes made by NEWOBJ and BUILD as plain data) and runs
+ * nothing: any other callable is refused by name. Each tensor points into its storage's ZIP entry in the mapped file
  * (torch stores entries uncompressed), so loading copies nothing, as for safetensors. Tensors that share
  * a storage (tied weights) or start at an offset in it are fine; non-contiguous ones are refused. */
 #include "pt_zip.h"
@@ -14,7 +15,7 @@
 #define MAX_VALUES (4 << 20) /* a state dict of 20,000 tensors makes about 200,000 */
 
 typedef enum { PV_NONE, PV_INT, PV_FLOAT, PV_STR, PV_TUPLE, PV_LIST, PV_DICT, PV_GLOBAL, PV_STORAGE, PV_TENSOR,
-               PV_MARK } pv_kind;
+               PV_OBJECT, PV_MARK } pv_kind;
 
 typedef struct pv {
     pv_kind k;
@@ -27,6 +28,9 @@ typedef struct pv {
     struct pv *storage; /* TENSOR */
     int ndim;
     int64_t shape[VC_ST_MAX_DIMS], stride[VC_ST_MAX_DIMS];
+    struct pv *state; /* OBJECT: its BUILD state; TENSOR: a DTensor's DTensorSpec object (else NULL) */
+    int gndim;        /* a DTensor's whole shape */
+    int64_t gshape[VC_ST_MAX_DIMS];
 } pv;
 
 typedef struct vm {
@@ -140,6 +144,66 @@ static int int_tuple(const pv *t, int64_t *out, int *n) {
     return 1;
 }
 
+static pv *reduce(vm *m, pv *fn, pv *args);
+
+/* d[key] of a DICT value, or of either dict of a (dict state, slots state) pair as BUILD takes it (NULL: absent) */
+static pv *dict_get(const pv *d, const char *key) {
+    if (d && d->k == PV_TUPLE && d->n == 2) {
+        pv *v = dict_get(d->items[1], key);
+        return v ? v : dict_get(d->items[0], key);
+    }
+    for (int i = 0; d && d->k == PV_DICT && i + 1 < d->n; i += 2)
+        if (d->items[i]->k == PV_STR && !strcmp(d->items[i]->s, key)) return d->items[i + 1];
+    return NULL;
+}
+
+static int is_dtensor_class(const char *s) {
+    return !strcmp(s, "torch.distributed.tensor.DTensor") || !strcmp(s, "torch.distributed._tensor.api.DTensor") ||
+           !strcmp(s, "torch.distributed.tensor._api.DTensor") || !strcmp(s, "torch.distributed._tensor.DTensor");
+}
+
+/* torch._tensor._rebuild_from_type_v2(func, type, args, state): a DTensor (its local tensor, spec and whole shape) or a
+ * plain tensor or parameter rebuilt by func */
+static pv *from_type(vm *m, pv *args) {
+    pv *fn = args->n == 4 ? args->items[0] : NULL, *type = args->n == 4 ? args->items[1] : NULL;
+    pv *fargs = args->n == 4 ? args->items[2] : NULL, *state = args->n == 4 ? args->items[3] : NULL;
+    if (!fn || fn->k != PV_GLOBAL || !type || type->k != PV_GLOBAL || !fargs || fargs->k != PV_TUPLE) {
+        snprintf(m->err, sizeof m->err, "_rebuild_from_type_v2 with unexpected arguments");
+        return NULL;
+    }
+    if (!strcmp(type->s, "torch.Tensor") || !strcmp(type->s, "torch.nn.parameter.Parameter")) return reduce(m, fn, fargs);
+    if (!is_dtensor_class(type->s)) {
+        snprintf(m->err, sizeof m->err, "a tensor of class %.120s, which verlc does not read", type->s);
+        return NULL;
+    }
+    pv *local = dict_get(state, "_local_tensor"), *spec = dict_get(state, "_spec"), *t;
+    if (!local || local->k != PV_TENSOR || !spec || spec->k != PV_OBJECT || fargs->n < 3 || !(t = make(m, PV_TENSOR))) {
+        if (!m->err[0]) snprintf(m->err, sizeof m->err, "a DTensor without its local tensor and spec");
+        return NULL;
+    }
+    pv *g = fargs->items[2];
+    if (g->k != PV_TUPLE || g->n > VC_ST_MAX_DIMS) {
+        snprintf(m->err, sizeof m->err, "a DTensor without its shape");
+        return NULL;
+    }
+    for (int i = 0; i < g->n; i++) {
+        if (g->items[i]->k != PV_INT || g->items[i]->i < 0) {
+            snprintf(m->err, sizeof m->err, "a DTensor without its shape");
+            return NULL;
+        }
+        t->gshape[i] = g->items[i]->i;
+    }
+    t->gndim = g->n;
+    t->storage = local->storage;
+    t->dt = local->dt;
+    t->i = local->i;
+    t->ndim = local->ndim;
+    memcpy(t->shape, local->shape, sizeof t->shape);
+    memcpy(t->stride, local->stride, sizeof t->stride);
+    t->state = spec;
+    return t;
+}
+
 /* REDUCE: the callables of a tensor state dict */
 static pv *reduce(vm *m, pv *fn, pv *args) {
     if (!fn || fn->k != PV_GLOBAL || !args || args->k != PV_TUPLE) {
@@ -162,6 +226,11 @@ static pv *reduce(vm *m, pv *fn, pv *args) {
         t->i = args->items[1]->i;
         return t;
     }
+    if (!strcmp(fn->s, "torch.Size") && args->n == 1 && args->items[0]->k == PV_TUPLE) return args->items[0];
+    if ((!strcmp(fn->s, "torch.device") || !strcmp(fn->s, "torch.serialization._get_layout")) && args->n >= 1 &&
+        args->items[0]->k == PV_STR)
+        return args->items[0];
+    if (!strcmp(fn->s, "torch._tensor._rebuild_from_type_v2")) return from_type(m, args);
     if (!strcmp(fn->s, "torch._utils._rebuild_parameter") || !strcmp(fn->s, "torch._utils._rebuild_parameter_with_state")) {
         if (args->n >= 1 && args->items[0]->k == PV_TENSOR) return args->items[0];
         snprintf(m->err, sizeof m->err, "%s without a tensor", fn->s);
@@ -274,7 +343,16 @@ static int step(vm *m, int *done) {
     }
     case 'Q': return push(m, persistent(m, pop(m)));                     /* BINPERSID */
     case 'R': a = pop(m), b = pop(m); return push(m, reduce(m, b, a));  /* REDUCE */
-    case 'b': return pop(m) && m->sp > 0;                                /* BUILD: state ignored */
+    case 'b': a = pop(m);                                                /* BUILD: an object's state kept */
+        if (!a || m->sp == 0) return 0;
+        if (m->stack[m->sp - 1]->k == PV_OBJECT) m->stack[m->sp - 1]->state = a;
+        return 1;
+    case 0x81: a = pop(m), b = pop(m);                                   /* NEWOBJ: cls(*args) as plain data */
+        if (!a || !b || b->k != PV_GLOBAL || a->k != PV_TUPLE || !(v = make(m, PV_OBJECT)) || !(v->s = strdup(b->s)))
+            return 0;
+        v->items = NULL;
+        v->storage = a; /* (its arguments) */
+        return push(m, v);
     case 's': a = pop(m), b = pop(m), v = pop(m);                        /* SETITEM */
         return v && v->k == PV_DICT && b && a && add_item(v, b) && add_item(v, a) && push(m, v);
     case 'u': a = pop_mark(m, PV_TUPLE); return a && m->sp > 0 && set_items(m->stack[m->sp - 1], a);
@@ -343,6 +421,46 @@ static vc_status to_tensor(const char *path, const char *prefix, const pt_zip_en
     return out->name ? VC_OK : VC_ERR_NOMEM;
 }
 
+static const char *short_class(const char *s) {
+    const char *d = strrchr(s, '.');
+    return d ? d + 1 : s;
+}
+
+/* a DTensor's place from its DTensorSpec: the placements (Shard(d) / Replicate), the mesh's dimension names and this
+ * rank's coordinates (torch 2.6+ keeps them in the DeviceMesh's state); a refusal names the key */
+static vc_status dtensor_place(const char *path, const char *name, const pv *t, vc_pt_shard *o) {
+    memset(o, 0, sizeof *o);
+    const pv *spec = t->state->state, *pl = dict_get(spec, "placements"), *mesh = dict_get(spec, "mesh");
+    if (!pl || pl->k != PV_TUPLE || pl->n < 1 || pl->n > VC_PT_MESH_DIMS)
+        return vc_fail(VC_ERR_FORMAT, "%s: DTensor '%s' without its placements", path, name);
+    o->n_dims = pl->n;
+    for (int d = 0; d < pl->n; d++) {
+        const pv *p = pl->items[d];
+        const char *cls = p->k == PV_OBJECT ? short_class(p->s) : "?";
+        const pv *dim = p->k == PV_OBJECT ? dict_get(p->state, "dim") : NULL;
+        o->coord[d] = -1;
+        if (!strcmp(cls, "Replicate")) o->place[d] = -1;
+        else if (!strcmp(cls, "Shard") && dim && dim->k == PV_INT && dim->i >= 0 && dim->i < t->gndim)
+            o->place[d] = (int)dim->i;
+        else
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: DTensor '%s' placed by %s on mesh dimension %d: only Shard and "
+                           "Replicate are merged (as verl's model merger: no tensor parallelism)", path, name, cls, d);
+    }
+    const pv *st = mesh && mesh->k == PV_OBJECT ? mesh->state : NULL;
+    const pv *names = dict_get(st, "_mesh_dim_names"), *coord = dict_get(st, "_coordinate_on_dim");
+    if (!names) names = dict_get(st, "mesh_dim_names");
+    for (int d = 0; names && names->k == PV_TUPLE && d < names->n && d < o->n_dims; d++)
+        if (names->items[d]->k == PV_STR) snprintf(o->names[d], sizeof o->names[d], "%s", names->items[d]->s);
+    for (int d = 0; coord && coord->k == PV_TUPLE && coord->n == o->n_dims && d < coord->n; d++)
+        if (coord->items[d]->k == PV_INT) o->coord[d] = (int)coord->items[d]->i;
+    o->ndim = t->gndim;
+    memcpy(o->shape, t->gshape, sizeof o->shape);
+    if (t->ndim != t->gndim)
+        return vc_fail(VC_ERR_FORMAT, "%s: DTensor '%s': its local tensor has %d dimensions, the whole one %d", path,
+                       name, t->ndim, t->gndim);
+    return VC_OK;
+}
+
 /* runs data.pkl; the state dict (a DICT value) into *root */
 static vc_status unpickle(vm *m, const pt_zip_entry *e, const uint8_t *map, pv **root) {
     m->p = map + e->offset;
@@ -394,8 +512,17 @@ vc_status vc_pt_parse_mem(const char *path, const uint8_t *map, size_t size, vc_
         else if (v->k == PV_DICT || v->k == PV_LIST)
             st = vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s' holds a nested container, not a tensor (save the model's "
                          "state_dict itself)", path, k->s);
+        else if (v->k == PV_TENSOR && v->state && !l->want_shards)
+            st = vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s' is one rank's part of a DTensor (a verl / FSDP sharded "
+                         "checkpoint): merge the ranks' files first (`verlc model_merger merge --backend fsdp "
+                         "--local_dir DIR --target_dir OUT`)", path, k->s);
         else if (v->k == PV_TENSOR && !(st = vc_st_lists_grow(l, 1))) {
             st = to_tensor(path, prefix, z, nz, map, k->s, v, &l->t[l->n]);
+            if (!st && l->want_shards) {
+                l->shard[l->n] = (vc_pt_shard){ 0 };
+                if (v->state) st = dtensor_place(path, k->s, v, &l->shard[l->n]);
+                if (st) free((char *)l->t[l->n].name);
+            }
             if (!st) l->t[l->n++].file = path;
         }
     }

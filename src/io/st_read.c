@@ -50,6 +50,7 @@ void vc_st_lists_free(vc_st_lists *l) {
     for (int i = 0; i < l->nmeta; i++) { free(l->meta[i].key); free(l->meta[i].value); }
     free(l->t);
     free(l->meta);
+    free(l->shard);
     memset(l, 0, sizeof *l);
 }
 
@@ -187,6 +188,12 @@ vc_status vc_st_lists_grow(vc_st_lists *l, int extra) {
     vc_st_tensor *p = realloc(l->t, (size_t)cap * sizeof *p);
     if (!p) return vc_fail(VC_ERR_NOMEM, "out of memory for %d tensors", cap);
     l->t = p;
+    if (l->want_shards) {
+        vc_pt_shard *s = realloc(l->shard, (size_t)cap * sizeof *s);
+        if (!s) return vc_fail(VC_ERR_NOMEM, "out of memory for %d tensors", cap);
+        memset(s + l->cap, 0, (size_t)(cap - l->cap) * sizeof *s);
+        l->shard = s;
+    }
     l->cap = cap;
     return VC_OK;
 }

@@ -122,11 +122,12 @@ static vc_status write_config(const vc_model *m, const char *dir, vc_dtype dtype
     return st;
 }
 
-/* a file that travels with the weights: generation settings, tokenizer files, remote code */
+/* a file that travels with the weights: generation settings, tokenizer and processor files, remote code */
 static int side_file(const char *name) {
     static const char *FILES[] = { "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
                                    "special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json",
-                                   "qwen.tiktoken", "chat_template.jinja", "chat_template.json" };
+                                   "qwen.tiktoken", "chat_template.jinja", "chat_template.json", "preprocessor_config.json",
+                                   "processor_config.json", "video_preprocessor_config.json" };
     for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++)
         if (!strcmp(name, FILES[i])) return 1;
     size_t n = strlen(name); /* the remote code config.json's auto_map names (modeling_*.py, tokenization_*.py) */
