@@ -738,6 +738,11 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -f "$CFG05" ] && [ "$(left)" -gt 90 ] && python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.update(model_type="mimo", architectures=["MiMoForCausalLM"], num_nextn_predict_layers=1); json.dump(c, open(sys.argv[2], "w"))' "$CFG05" "$MIMO05" && \
         step "bench generate mimo-shaped 0.5b bf16 --speculative (batch 64, 128 + 128)" 60 "$BIN" bench generate \
         --config "$MIMO05" --batch 64 --prompt 128 --new 128 --speculative --device cuda --precision bf16
+    # the A/B of a drafted step's rows on the paged kernel (the default below 16 rows a sequence) against the flash
+    # kernels on each sequence's gathered keys (every sequence of 2 rows or more, as before 2026-12-07)
+    [ -f "$MIMO05" ] && [ "$(left)" -gt 80 ] && step "bench generate mimo-shaped 0.5b bf16 --speculative, VERLC_CUDA_PAGED_FLASH_ROWS=2" \
+        60 env VERLC_CUDA_PAGED_FLASH_ROWS=2 "$BIN" bench generate --config "$MIMO05" --batch 64 --prompt 128 --new 128 \
+        --speculative --device cuda --precision bf16
     # Muon's optimizer step (Megatron-core's defaults: bf16 Newton-Schulz) beside the training step, timed apart
     [ -f "$CFG05" ] && [ "$(left)" -gt 80 ] && step "bench train qwen2.5-0.5b bf16 with Muon (16 x 512)" 45 \
         "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 2 --optimizer muon --device cuda \

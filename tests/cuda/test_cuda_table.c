@@ -855,22 +855,30 @@ static void paged_bf16(const pcase *a, const vc_attn_desc *d, const vc_attn_desc
 }
 
 /* a prefill call (sequences of several query rows) on the paged kernel alone (VERLC_CUDA_PAGED_PREFILL=paged) instead of
- * the flash kernels on the gathered keys: as close to the CPU, and its decode rows (sequences of one row) the same bits */
+ * the flash kernels on the gathered keys: as close to the CPU, and the rows of its sequences of fewer than 16 rows
+ * (decode rows, a speculative step's few: the paged kernel's by default) the same bits; with every sequence of 2 rows
+ * or more on the flash kernels (VERLC_CUDA_PAGED_FLASH_ROWS=2) as close to the CPU */
 static void paged_prefill_kernel(const pcase *a, const vc_attn_desc *gd, const int64_t *qs, const float *go,
                                  const float *o, const float *glse, const float *lse, const float *gq, size_t no,
                                  size_t nl) {
-    float *gop = dalloc(no * 4), *glp = dalloc(nl * 4);
+    float *gop = dalloc(no * 4), *glp = dalloc(nl * 4), *gf = dalloc(no * 4), *gfl = dalloc(nl * 4);
     setenv("VERLC_CUDA_PAGED_PREFILL", "paged", 1);
     G->attn_fwd(gop, glp, gq, gd);
     unsetenv("VERLC_CUDA_PAGED_PREFILL");
+    setenv("VERLC_CUDA_PAGED_FLASH_ROWS", "2", 1);
+    G->attn_fwd(gf, gfl, gq, gd);
+    unsetenv("VERLC_CUDA_PAGED_FLASH_ROWS");
     cmp("paged fwd, prefill rows on the paged kernel: output", gop, o, no, 1e-4);
     cmp("paged fwd, prefill rows on the paged kernel: lse", glp, lse, nl, 1e-4);
+    cmp("paged fwd, sequences of 2 rows or more on the flash kernels: output", gf, o, no, 1e-4);
+    cmp("paged fwd, sequences of 2 rows or more on the flash kernels: lse", gfl, lse, nl, 1e-4);
     for (int s = 0; s < a->nseq; s++) {
-        if (qs[s + 1] - qs[s] != 1) continue;
-        size_t r = (size_t)qs[s] * a->nh;
-        same_bits("paged fwd: a prefill call's decode row on the paged kernel (output)", go + r * a->dv, gop + r * a->dv,
-                  (size_t)(a->nh * a->dv));
-        same_bits("paged fwd: a prefill call's decode row on the paged kernel (lse)", glse + r, glp + r, (size_t)a->nh);
+        if (qs[s + 1] - qs[s] >= 16) continue;
+        size_t r = (size_t)qs[s] * a->nh, n = (size_t)(qs[s + 1] - qs[s]);
+        same_bits("paged fwd: a prefill call's rows of a short sequence on the paged kernel (output)", go + r * a->dv,
+                  gop + r * a->dv, n * (size_t)(a->nh * a->dv));
+        same_bits("paged fwd: a prefill call's rows of a short sequence on the paged kernel (lse)", glse + r, glp + r,
+                  n * (size_t)a->nh);
     }
 }
 

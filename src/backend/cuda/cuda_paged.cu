@@ -410,8 +410,12 @@ static void split_setup(const vc_attn_desc *d, paged_params *p, int64_t keys, in
  * several query rows instead have their keys and values gathered out of the pages into rows (f32: a bf16 page's value
  * exactly) and go through the flash forward over keys in rows, which shares each key tile among a tile of queries (on
  * tensor cores with bf16 matmuls: the training forward's kernels and numerics). A sequence's rows still depend only
- * on that sequence; the decode rows (one a sequence) of the same call keep the paged kernel.
- * VERLC_CUDA_PAGED_PREFILL=paged (read per call): every row on the paged kernel. */
+ * on that sequence. Sequences of fewer rows keep the paged kernel: the decode rows (one a sequence) of the same call,
+ * and a speculative step's rows (a token and its K <= 8 drafts: each row then has the bits a plain decode step would
+ * give it, and no sequence's keys are gathered and copied for a few rows), short prompts too; below 16 rows by default
+ * (gathering a sequence's keys writes and reads them again as f32: about what the paged kernel's own reads of them cost
+ * for a few rows). VERLC_CUDA_PAGED_FLASH_ROWS=N (read per call, N >= 2): the least rows a sequence takes the flash
+ * kernels with; VERLC_CUDA_PAGED_PREFILL=paged: every row on the paged kernel. */
 struct gseq {
     int64_t s, koff; /* the sequence and its first key's row in the gathered keys */
 };
@@ -436,16 +440,30 @@ static int prefill_flash_on(void) {
     return !(e && !strcmp(e, "paged"));
 }
 
-/* the sequences of d with two or more query rows through the flash forward on their gathered keys (after
+/* the least query rows of a sequence that go through the flash kernels */
+static int flash_rows(void) {
+    const char *e = getenv("VERLC_CUDA_PAGED_FLASH_ROWS");
+    long v = e ? strtol(e, NULL, 10) : 16;
+    return v < 2 ? 2 : v > (1 << 30) ? 1 << 30 : (int)v;
+}
+
+/* some sequence of d has at least fm query rows */
+static int has_flash_rows(const vc_attn_desc *d, int fm) {
+    for (int s = 0; s < d->n_seq; s++)
+        if (d->q_start[s + 1] - d->q_start[s] >= fm) return 1;
+    return 0;
+}
+
+/* the sequences of d with fm or more query rows through the flash forward on their gathered keys (after
  * vc_cu_begin(op)); 0 with nothing launched when there is no room for the gathered rows (the caller runs them on the
  * paged kernel), -1 on an error (sticky) */
 static int prefill_flash(float *o, float *lse, const float *q, const vc_attn_desc *d, const paged_params &p, int kv16,
-                         const char *op) {
+                         int fm, const char *op) {
     const int n = d->n_seq;
     const int64_t kw = (int64_t)d->n_kv_head * d->head_dim, vw = (int64_t)d->n_kv_head * d->v_head_dim;
     int64_t keys = 0, most = 0, np = 0;
     for (int s = 0; s < n; s++)
-        if (d->q_start[s + 1] - d->q_start[s] >= 2) {
+        if (d->q_start[s + 1] - d->q_start[s] >= fm) {
             keys += d->kv_len[s];
             most = d->kv_len[s] > most ? d->kv_len[s] : most;
             np++;
@@ -465,8 +483,8 @@ static int prefill_flash(float *o, float *lse, const float *q, const vc_attn_des
     for (int64_t s = 0, at = 0, i = 0; ok && s < n; s++) {
         ptr[s] = K + at * kw;
         ptr[n + s] = V + at * vw;
-        /* the decode rows' sequences: no keys here (nothing of theirs is gathered, nor read) */
-        kvl[s] = d->q_start[s + 1] - d->q_start[s] < 2 ? 0 : d->kv_len[s];
+        /* the paged kernel's sequences: no keys here (nothing of theirs is gathered, nor read) */
+        kvl[s] = d->q_start[s + 1] - d->q_start[s] < fm ? 0 : d->kv_len[s];
         if (!kvl[s]) continue;
         list[i++] = gseq{ s, at };
         at += d->kv_len[s];
@@ -485,7 +503,7 @@ static int prefill_flash(float *o, float *lse, const float *q, const vc_attn_des
         f.kv_len = kvl;
         f.k_stride = kw;
         f.v_stride = vw;
-        f.min_q_rows = 2;
+        f.min_q_rows = fm;
         vc_cu_attn_fwd_flat(o, lse, q, &f, op);
     }
     vc_cu_scratch_free(dlist);
@@ -513,11 +531,13 @@ static void launch_rows(const vc_attn_desc *d, const paged_params &p, int64_t ro
     else launch_paged<float, 8>(gc, grid, o, lse, q, p);
 }
 
-/* the rows of the sequences with one query row (a prefill call's decode rows) on the paged kernel */
-static void decode_rows(const vc_attn_desc *d, paged_params p, float *o, float *lse, const float *q) {
+/* the rows of the sequences with fewer than fm query rows (a prefill call's decode rows, a speculative step's rows) on
+ * the paged kernel */
+static void decode_rows(const vc_attn_desc *d, paged_params p, float *o, float *lse, const float *q, int fm) {
     const char *op = "attention forward, paged decode";
     int64_t n = 0;
-    for (int s = 0; s < d->n_seq; s++) n += d->q_start[s + 1] - d->q_start[s] == 1;
+    for (int s = 0; s < d->n_seq; s++)
+        if (d->q_start[s + 1] - d->q_start[s] < fm) n += d->q_start[s + 1] - d->q_start[s];
     if (!n || !vc_cu_begin(op)) return;
     int32_t *h = (int32_t *)malloc((size_t)n * sizeof(int32_t));
     if (!h) {
@@ -525,7 +545,8 @@ static void decode_rows(const vc_attn_desc *d, paged_params p, float *o, float *
         return;
     }
     for (int s = 0, i = 0; s < d->n_seq; s++)
-        if (d->q_start[s + 1] - d->q_start[s] == 1) h[i++] = (int32_t)(d->q_start[s] - p.row0);
+        for (int64_t r = d->q_start[s]; d->q_start[s + 1] - d->q_start[s] < fm && r < d->q_start[s + 1]; r++)
+            h[i++] = (int32_t)(r - p.row0);
     void *dev = vc_cu_upload(h, (size_t)n * sizeof(int32_t), op);
     free(h);
     if (!dev) return;
@@ -614,11 +635,12 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.rows = NULL;
     p.rq = vc_matmul_precision() == VC_PREC_BF16;
     p.o16 = d->hold_out && p.rq ? (__nv_bfloat16 *)vc_cu_hold_slot(o, rows, (int64_t)d->n_head * d->v_head_dim) : NULL;
-    if (prefill && !vc_cu_graph_mode && prefill_flash_on()) {
-        const int done = prefill_flash(o, lse, q, d, p, d->kv_bf16, op);
+    const int fm = flash_rows();
+    if (prefill && !vc_cu_graph_mode && prefill_flash_on() && has_flash_rows(d, fm)) {
+        const int done = prefill_flash(o, lse, q, d, p, d->kv_bf16, fm, op);
         if (done < 0) return;
         if (done) {
-            decode_rows(d, p, o, lse, q);
+            decode_rows(d, p, o, lse, q, fm);
             /* the flash kernels write f32 only: the held rounding of every row after them */
             if (p.o16) vc_cu_round_rows(p.o16, o, (size_t)(rows * d->n_head * d->v_head_dim));
             vc_cu_end(op);
