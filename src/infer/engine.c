@@ -406,7 +406,7 @@ static vc_status sample_step(vc_graph *g, step_buf *b, const vc_tensor *z, int n
     return VC_OK;
 }
 
-/* the step's forward over the planned rows (and n_pad padding rows after them) and the logits of its n_rows
+/* the step's forward over the planned sequences (and n_pad padding sequences after them) and the logits of its n_rows
  * sampling rows (z; NULL when none samples; with padding, z has rows for the padding too, after them);
  * `identity`: every row is one token that samples, so the hidden states are the logits' input */
 static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int n_pad, int identity,
@@ -439,12 +439,12 @@ static int graph_rows(const vc_run *R, int n) {
     return k <= R->e->o.max_batch + 1 ? k : n;
 }
 
-/* rows n .. k-1: one token (id 0) each at position 0, writing into the padding page; their logits are
- * computed and never sampled */
-static void pad_rows(vc_run *R, step_buf *b, int n, int k) {
+/* sequences n .. k-1 of `per` tokens (id 0) each at positions 0 .. per - 1, writing into the padding page; their
+ * logits are computed and never sampled */
+static void pad_rows(vc_run *R, step_buf *b, int n, int k, int per) {
     for (int i = n; i < k; i++) {
-        b->ids[b->cu[i]] = 0;
-        b->cu[i + 1] = b->cu[i] + 1;
+        for (int j = 0; j < per; j++) b->ids[b->cu[i] + j] = 0;
+        b->cu[i + 1] = b->cu[i] + per;
         b->len[i] = 0;
         b->table[i] = &R->pad_page;
         b->slot[i] = R->n_slots - 1;
@@ -455,28 +455,34 @@ static void pad_rows(vc_run *R, step_buf *b, int n, int k) {
 /* A pure decode step (every row one token that samples) queues the same work each time for a given row
  * count, its inputs at the same arena addresses: on a GPU it runs as a CUDA graph. The rows are padded up
  * to a graph size (graph_rows), so a batch that shrinks as samples finish keeps replaying one graph; a
- * size's graph is captured the second step in a row that uses it and replayed afterwards. Other steps
+ * size's graph is captured the second step in a row that uses it and replayed afterwards. So does a drafted step
+ * whose sequences all compute 1 + K rows that sample (the pending token and K drafts each): its sequences padded
+ * likewise, each pad sequence 1 + K rows, its graph another than a decode step's (keyed by both counts). Other steps
  * (prefill, mixed) run eagerly, and so does a step whose capture or replay does not take.
  * Pure decode steps on the GPU are padded whether graphs are on or off (VERLC_CUDA_GRAPHS=0), so the
  * GEMMs see the same row counts and turning graphs off changes no bit. Linear-attention layers' per-row state
  * pointers change from step to step: their tables go up into the arena with the step's other inputs
- * (ops_linear.c dev_tabs), so those steps are graphs too. */
-static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int pure, vc_tensor **z) {
-    int padded = pure && n_rows > 0 && R->pad_page >= 0;
-    int k = padded ? graph_rows(R, n_rows) : n_rows, use = padded && vc_cuda_graphs_enabled();
-    int replay = use && vc_cuda_graph_ready(k), capture = use && !replay && R->last_decode == k;
-    R->last_decode = use ? k : -1;
-    if (padded) pad_rows(R, b, n_rows, k);
+ * (ops_linear.c dev_tabs), so those steps are graphs too. per: the rows every sequence computes and samples (0:
+ * not such a step). */
+static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int per, vc_tensor **z) {
+    int padded = per > 0 && n_rows > 0 && R->pad_page >= 0;
+    int ks = padded ? graph_rows(R, R->n_plan) : R->n_plan, k = ks * per;
+    if (padded && (k > b->cap_rows || k > b->cap_tokens)) ks = R->n_plan, k = n_rows; /* (no room: unpadded, eager) */
+    int key = per == 1 ? k : -(ks * 16 + per); /* (per <= 1 + VC_SPEC_MAX < 16) */
+    int use = padded && ks == graph_rows(R, R->n_plan) && vc_cuda_graphs_enabled();
+    int replay = use && vc_cuda_graph_ready(key), capture = use && !replay && R->last_decode == key;
+    R->last_decode = use ? key : INT32_MIN;
+    if (padded) pad_rows(R, b, R->n_plan, ks, per);
     if (replay || capture) {
         int done = 0;
         vc_status st = vc_cuda_graph_begin(replay);
         if (st == VC_ERR_UNSUPPORTED) { /* CUDA refused the capture: graphs are off, run eagerly */
             vc_clear_error();
-            return forward_logits(R, g, b, k, k - n_rows, 1, z);
+            return forward_logits(R, g, b, k, ks - R->n_plan, 1, z);
         }
         if (st) return st;
-        vc_status fs = forward_logits(R, g, b, k, k - n_rows, 1, z);
-        if ((st = vc_cuda_graph_end(k, &done))) return st;
+        vc_status fs = forward_logits(R, g, b, k, ks - R->n_plan, 1, z);
+        if ((st = vc_cuda_graph_end(key, &done))) return st;
         if (done && !fs && *z) {
             if (replay) R->e->stats.graph_replays++;
             else R->e->stats.graph_captures++;
@@ -485,7 +491,17 @@ static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, 
         R->e->stats.graph_fallbacks++;
         vc_clear_error();
     }
-    return padded ? forward_logits(R, g, b, k, k - n_rows, 1, z) : forward_logits(R, g, b, n_rows, 0, pure, z);
+    return padded ? forward_logits(R, g, b, k, ks - R->n_plan, 1, z) : forward_logits(R, g, b, n_rows, 0, per > 0, z);
+}
+
+/* the rows every planned sequence computes when each computes as many and all of them sample (a decode step: 1; a
+ * drafted step: 1 + K), within a page (the padding sequences' rows lie in one); else 0 */
+static int uniform_rows(const vc_run *R, const step_buf *b, int n_rows, int64_t T) {
+    if (!R->n_plan || T != n_rows || T % R->n_plan) return 0;
+    int per = (int)(T / R->n_plan);
+    for (int i = 0; i < R->n_plan; i++)
+        if (b->cu[i + 1] - b->cu[i] != per) return 0;
+    return per <= R->pool.page_tokens ? per : 0;
 }
 
 /* calls with images: each planned row's M-RoPE delta, and the images of the rows computed from their first token (a
@@ -572,7 +588,7 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
         }
     }
     vc_tensor *z = NULL;
-    if ((st = forward_graph(R, g, b, n_rows, n_rows == R->n_plan && T == n_rows, &z))) return st;
+    if ((st = forward_graph(R, g, b, n_rows, uniform_rows(R, b, n_rows, T), &z))) return st;
     R->e->stats.steps++;
     for (int i = 0; i < R->n_plan; i++) {
         vc_seq *s = R->plan[i];

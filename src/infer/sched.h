@@ -70,7 +70,7 @@ typedef struct vc_run {
     int *left;              /* samples still running per request */
     int prompts_done;
     double t_start;
-    int last_decode;        /* graph size of the previous step when it was a pure decode step, else -1 */
+    int last_decode;        /* graph key of the previous step when it was a pure decode or drafted step, else negative */
     int32_t pad_page;       /* a page the padding rows of a graph step write into (-1: none, no padding) */
     /* linear-attention models (state_floats > 0): a state slot per running sequence, the last one the padding
      * rows'; a waiting sequence holds none (it is recomputed from its first token, as after preemption) */

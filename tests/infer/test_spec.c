@@ -150,8 +150,8 @@ static void test_paged_vs_training(vc_model *m, const char *name) {
 static int g_cuda; /* the CUDA backend: a sequence's row count changes kernels (and last bits), not tokens */
 
 /* where two sample lists differ: tokens, or only log-probs (by how much); returns 1 when only log-probs do, by 1e-5 at
- * most with f32 matmuls, 1e-3 with bf16 ones (what the CUDA backend may show: a row through the prefill path's flash
- * kernel, P in bf16, against the decode kernel; measured on the emulator 9.5e-7 and 9.2e-5) */
+ * most with f32 matmuls, 1e-3 with bf16 ones (what the CUDA backend may show: GEMMs over other row counts; measured on
+ * the emulator 9.5e-7 and 9.2e-5) */
 static int diff_note(const vc_rollout_sample *x, const vc_rollout_sample *y, int n) {
     int tok = 0;
     double lp = 0;
@@ -269,6 +269,20 @@ static void test_kept(const char *cfg, int layers, int hidden_first, const char 
         printf("%s, an MTP layer repeating the decoder, %d draft%s a step: %lld of %lld greedy drafts kept (%.2f), "
                "%lld steps against %lld\n", what, k, k > 1 ? "s" : "", (long long)sb.draft_accepted,
                (long long)sb.draft_tokens, rate, (long long)sb.steps, (long long)sa.steps);
+        if (g_cuda) { /* drafted steps replayed as CUDA graphs: the same bits as run eagerly */
+            int ne = 0;
+            vc_rollout_stats se;
+            setenv("VERLC_CUDA_GRAPHS", "0", 1);
+            vc_rollout_sample *z = generate(m, &greedy, (run){ k, 0, 0, 4, 0 }, 2, &ne, &se);
+            unsetenv("VERLC_CUDA_GRAPHS");
+            CHECK_MSG(z && ne == nb && same_samples(y, z, nb), "%s: drafted steps as graphs differ from eager", what);
+            CHECK_MSG(sb.graph_replays >= 1 && se.graph_replays == 0, "%s: %lld drafted steps replayed (eager: %lld)",
+                      what, (long long)sb.graph_replays, (long long)se.graph_replays);
+            printf("%s, %d drafts a step on cuda: %lld steps captured, %lld replayed as graphs, of %lld; samples bitwise "
+                   "equal to eager\n", what, k, (long long)sb.graph_captures, (long long)sb.graph_replays,
+                   (long long)sb.steps);
+            vc_rollout_samples_free(z, ne);
+        }
         vc_rollout_samples_free(y, nb);
     }
     vc_rollout_samples_free(x, na);
