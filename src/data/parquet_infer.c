@@ -27,6 +27,16 @@ int pw_int_value(const cJSON *j, int64_t *out) {
     return 1;
 }
 
+int pw_uint_value(const cJSON *j, uint64_t *out) {
+    if (!j->valuestring || j->valuestring[0] == '-') return 0;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(j->valuestring, &end, 10);
+    if (errno || *end || v < (1ULL << 63)) return 0;
+    *out = v;
+    return 1;
+}
+
 static int kind_of(const cJSON *v) {
     if (cJSON_IsNull(v)) return PW_NULL;
     if (cJSON_IsBool(v)) return PW_BOOL;
@@ -78,9 +88,15 @@ static vc_status merge(ictx *x, pw_node *n, const cJSON *v) {
                        "has one type)", x->path, x->row, x->key, KIND[k], KIND[n->kind]);
     if (k == PW_INT) {
         int64_t i;
-        if (!pw_int_value(v, &i))
+        uint64_t u;
+        if (pw_int_value(v, &i)) n->neg |= i < 0;
+        else if (pw_uint_value(v, &u)) n->big = 1;
+        else
             return vc_fail(VC_ERR_FORMAT, "%s: row %zu: key '%s': an int past 64 bits (%s)", x->path, x->row, x->key,
                            v->valuestring ? v->valuestring : "?");
+        if (n->neg && n->big)
+            return vc_fail(VC_ERR_FORMAT, "%s: row %zu: key '%s' holds ints below 0 and past 2^63 - 1 (no 64-bit type "
+                           "holds both)", x->path, x->row, x->key);
     }
     if (k == PW_LIST) {
         if (!n->elem && !(n->elem = node_new("element"))) return VC_ERR_NOMEM;
@@ -193,8 +209,11 @@ int pw_same(const cJSON *a, const cJSON *b) {
     }
     if (cJSON_IsNumber(a) && cJSON_IsNumber(b)) {
         int64_t x, y;
+        uint64_t u, w;
         if (!vc_json_number_is_float(a) && !vc_json_number_is_float(b) && pw_int_value(a, &x) && pw_int_value(b, &y))
             return x == y;
+        if (!vc_json_number_is_float(a) && !vc_json_number_is_float(b) && pw_uint_value(a, &u) && pw_uint_value(b, &w))
+            return u == w;
         return a->valuedouble == b->valuedouble && vc_json_number_is_float(a) <= vc_json_number_is_float(b);
     }
     return cJSON_Compare(a, b, 1);

@@ -72,6 +72,13 @@ void tw_bin(tw *w, int id, const void *p, size_t n) {
 
 void tw_str(tw *w, int id, const char *s) { tw_bin(w, id, s, strlen(s)); }
 
+void tw_byte(tw *w, int id, int v) {
+    field(w, id, TC_BYTE);
+    pb_byte(w->b, (uint8_t)v);
+}
+
+void tw_bool(tw *w, int id, int v) { field(w, id, v ? TC_TRUE : TC_FALSE); } /* (the value is the field's type) */
+
 static void open_struct(tw *w) {
     if (w->depth + 1 >= TW_DEPTH) { w->b->oom = 1; return; } /* (never nested this deep by the writer) */
     w->last[++w->depth] = 0;

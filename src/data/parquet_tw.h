@@ -28,6 +28,8 @@ void tw_i32(tw *w, int id, int64_t v);
 void tw_i64(tw *w, int id, int64_t v);
 void tw_bin(tw *w, int id, const void *p, size_t n);
 void tw_str(tw *w, int id, const char *s);
+void tw_byte(tw *w, int id, int v);
+void tw_bool(tw *w, int id, int v);
 /* a struct field (tw_begin) or a list's struct element (tw_elem_begin), closed by tw_end */
 void tw_begin(tw *w, int id);
 void tw_elem_begin(tw *w);

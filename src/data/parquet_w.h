@@ -16,6 +16,7 @@ typedef struct pw_node {
     struct pw_node *elem;  /* PW_LIST: the items' node */
     struct pw_node **kids; /* PW_STRUCT: fields in the order first seen */
     int n_kids, cap_kids;
+    int neg, big; /* PW_INT: a value below 0 seen; one past 2^63 - 1 (the column is then uint64, as pyarrow's) */
     /* set by pw_levels */
     int def, rep; /* definition and repetition levels where the value is present */
     int leaf;     /* a leaf's column index (-1 for groups) */
@@ -29,8 +30,10 @@ vc_status pw_infer(pw_node *root, const struct cJSON *row, size_t index, const c
  * fields, which Parquet cannot hold: named in the error) */
 int pw_levels(pw_node *root, const char *path);
 void pw_node_free(pw_node *n);
-/* an int's value (its kept digits past 2^53); 0 when it is past 64 bits */
+/* an int's value (its kept digits past 2^53); 0 when it is past int64's range */
 int pw_int_value(const struct cJSON *j, int64_t *out);
+/* an int from 2^63 to 2^64 - 1 (uint64); 0 otherwise */
+int pw_uint_value(const struct cJSON *j, uint64_t *out);
 /* a row read back (b) equals the row written (a): a repeated key's last value is the one written (json.loads'),
  * a key a row lacks reads as null, an int in a column of floats as
  * that float (ints compared by their 64 bits) */

@@ -73,15 +73,17 @@ static void put_value(pw_writer *w, pw_col *c, const pw_node *n, const cJSON *v)
     if (n->kind == PW_BOOL) pb_byte(&c->vals, cJSON_IsTrue(v));
     else if (n->kind == PW_INT) {
         int64_t i = 0;
-        pw_int_value(v, &i); /* (checked by the inference) */
-        uint64_t u = (uint64_t)i;
+        uint64_t u = 0;
+        if (pw_int_value(v, &i)) u = (uint64_t)i;
+        else pw_uint_value(v, &u); /* (one or the other: checked by the inference) */
         for (int b = 0; b < 8; b++) pb_byte(&c->vals, (uint8_t)(u >> (8 * b)));
     } else if (n->kind == PW_DOUBLE) {
         double d = v->valuedouble;
-        int64_t i;
-        if (!vc_json_number_is_float(v) && pw_int_value(v, &i) && (i > (1LL << 53) || i < -(1LL << 53)) && !w->err)
-            w->err = vc_fail(VC_ERR_FORMAT, "%s: row %lld: column '%s' holds floats and the int %lld, past what a "
-                             "double holds exactly (2^53)", w->path, (long long)w->rows + 1, c->path[0], (long long)i);
+        int64_t i = 0;
+        if (!vc_json_number_is_float(v) && (!pw_int_value(v, &i) || i > (1LL << 53) || i < -(1LL << 53)) && !w->err)
+            w->err = vc_fail(VC_ERR_FORMAT, "%s: row %lld: column '%s' holds floats and the int %s, past what a "
+                             "double holds exactly (2^53)", w->path, (long long)w->rows + 1, c->path[0],
+                             v->valuestring ? v->valuestring : "?");
         uint64_t u;
         memcpy(&u, &d, 8);
         for (int b = 0; b < 8; b++) pb_byte(&c->vals, (uint8_t)(u >> (8 * b)));
@@ -260,10 +262,19 @@ static void schema_elems(tw *t, const pw_node *n) {
     tw_str(t, 4, n->name);
     if (n->kind == PW_LIST || n->kind == PW_STRUCT) tw_i32(t, 5, n->kind == PW_LIST ? 1 : n->n_kids);
     if (n->kind == PW_STRING) tw_i32(t, 6, 0); /* UTF8 */
+    if (n->kind == PW_INT && n->big) tw_i32(t, 6, 14); /* UINT_64 */
     if (n->kind == PW_LIST) tw_i32(t, 6, 3);   /* LIST */
     if (n->kind == PW_STRING) empty_union(t, 10, 1);
     if (n->kind == PW_LIST) empty_union(t, 10, 3);
     if (n->kind == PW_NULL) empty_union(t, 10, 11); /* UNKNOWN: pyarrow's null type */
+    if (n->kind == PW_INT && n->big) { /* INTEGER(64, unsigned) */
+        tw_begin(t, 10);
+        tw_begin(t, 10);
+        tw_byte(t, 1, 64);
+        tw_bool(t, 2, 0);
+        tw_end(t);
+        tw_end(t);
+    }
     tw_end(t);
     if (n->kind == PW_LIST) {
         tw_elem_begin(t);

@@ -1,9 +1,9 @@
 /* Parquet writing (vc_parquet_write) read back by verlc's reader: nested lists and structs, nulls at every level,
  * empty lists, keys missing from some rows, a key repeated in a row (its last value), bools past a byte, ints and
  * floats, unicode; pages and row groups cut small so that rows span several of each; every Parquet fixture's rows written and read back the same (a missing
- * key reading as null); no rows at all. Refused with the row and key named and no file left: a key holding a string
- * in one row and a number in another, an int past 64 bits, an int past 2^53 among floats, an object without
- * fields in every row. (pyarrow reads these files as verlc does: tools/fixtures/check_parquet_write.py.) */
+ * key reading as null; ints past 2^63 - 1 as uint64); no rows at all. Refused with the row and key named and no file
+ * left: a key holding a string in one row and a number in another, an int past 64 bits, ints below 0 and past 2^63 - 1
+ * in one column, an int past 2^53 among floats, an object without fields in every row. (pyarrow reads these files as verlc does: tools/fixtures/check_parquet_write.py.) */
 #include "cli_util.h"
 #include "verlc/data.h"
 #include "verlc/json.h"
@@ -94,7 +94,8 @@ static void many_pages(void) {
 
 /* every reader fixture's rows (JSON as verlc reads them) written and read back */
 static void fixtures(void) {
-    const char *names[] = { "gsm8k_snappy", "gsm8k_pages", "legacy", "types", "types_v2", "encodings", "empty_dict" };
+    const char *names[] = { "gsm8k_snappy", "gsm8k_pages", "legacy", "types", "types_v2", "encodings", "empty_dict",
+                            "big_ints" /* (past 2^63: uint64, as pandas' to_parquet writes them) */ };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char p[128], o[64];
         snprintf(p, sizeof p, "tests/fixtures/parquet/%s.parquet", names[i]);
@@ -136,7 +137,9 @@ int main(void) {
     refused("{\"a\": {\"b\": [1]}}\n{\"a\": {\"b\": [\"x\"]}}\n",
             "row 2: key 'a.b[]' holds a string where earlier rows hold a int");
     refused("{\"a\": 1}\n{\"a\": [1]}\n", "row 2: key 'a' holds a list where earlier rows hold a int");
-    refused("{\"a\": 18446744073709551615}\n", "row 1: key 'a': an int past 64 bits");
+    refused("{\"a\": 18446744073709551616}\n", "row 1: key 'a': an int past 64 bits");
+    refused("{\"a\": -1}\n{\"a\": 18446744073709551615}\n", "row 2: key 'a' holds ints below 0 and past 2^63 - 1");
+    refused("{\"a\": 0.5}\n{\"a\": 18446744073709551615}\n", "row 2: column 'a' holds floats and the int 18446744073709551615");
     refused("{\"a\": 0.5}\n{\"a\": 9007199254740993}\n", "row 2: column 'a' holds floats and the int 9007199254740993");
     refused("{\"a\": 1, \"e\": {}}\n{\"e\": null}\n", "key 'e' is an empty object in every row");
     char cmd[128];
