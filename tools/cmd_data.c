@@ -12,19 +12,21 @@
 #include <sys/stat.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: verlc data gsm8k --input DIR --out DIR [--parquet]\n"
+    fprintf(stderr, "usage: verlc data gsm8k|math --input DIR --out DIR [--parquet]\n"
                     "       verlc data jsonl --input F.parquet|F.jsonl --out O.jsonl\n"
                     "       verlc data parquet --input F.jsonl|F.parquet --out O.parquet\n"
-                    "  writes the rows verlc reads from a Parquet (or JSONL) file as JSONL\n"
-                    "  converts GSM8K train/test ({question, answer}; DIR/train.jsonl, DIR/train.parquet or Hugging Face's\n"
-                    "  DIR/main/train-00000-of-00001.parquet) into verl's row schema\n"
-                    "  (as verl's examples/data_preprocess/gsm8k.py), written as DIR/train.jsonl and test.jsonl (--parquet:\n"
-                    "  train.parquet and test.parquet, as gsm8k.py writes them)\n");
+                    "  gsm8k / math: GSM8K ({question, answer}; DIR/train.jsonl, DIR/train.parquet or Hugging Face's\n"
+                    "  DIR/main/train-00000-of-00001.parquet) or MATH-lighteval ({problem, solution, level, type};\n"
+                    "  DIR/data/train-00000-of-00001.parquet) into verl's row schema, as verl's\n"
+                    "  examples/data_preprocess/gsm8k.py and math_dataset.py make them, written as DIR/train.jsonl and\n"
+                    "  test.jsonl (--parquet: train.parquet and test.parquet, as those scripts write them)\n"
+                    "  jsonl / parquet: the rows verlc reads from a Parquet or JSONL file, written as JSONL / Parquet\n");
     return 2;
 }
 
-static int cmd_gsm8k(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
+/* GSM8K or MATH (math: 1) from their Hugging Face files or JSONL into verl's rows */
+static int cmd_dataset(int argc, char **argv, int math) {
+    const char *in = NULL, *out = NULL, *name = math ? "math" : "gsm8k";
     int parquet = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--parquet")) parquet = 1;
@@ -32,21 +34,23 @@ static int cmd_gsm8k(int argc, char **argv) {
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage();
         else {
-            fprintf(stderr, "verlc data gsm8k: unknown argument '%s'\n", argv[i]);
+            fprintf(stderr, "verlc data %s: unknown argument '%s'\n", name, argv[i]);
             return usage();
         }
     }
     if (!in || !out) return usage();
     if (mkdir(out, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "verlc data gsm8k: %s: %s\n", out, strerror(errno));
+        fprintf(stderr, "verlc data %s: %s: %s\n", name, out, strerror(errno));
         return 1;
     }
     const char *splits[2] = { "train", "test" };
     for (int s = 0; s < 2; s++) {
         char name[32], src_name[64];
         snprintf(name, sizeof name, "%s.%s", splits[s], parquet ? "parquet" : "jsonl");
-        /* JSONL, or Parquet as named by hand or in Hugging Face's openai/gsm8k (main/train-00000-of-00001.parquet) */
-        const char *forms[] = { "%s.jsonl", "%s.parquet", "main/%s-00000-of-00001.parquet" };
+        /* JSONL, or Parquet as named by hand or in Hugging Face's openai/gsm8k (main/train-00000-of-00001.parquet) or
+         * DigitalLearningGmbH/MATH-lighteval (data/train-00000-of-00001.parquet) */
+        const char *forms[] = { "%s.jsonl", "%s.parquet",
+                                math ? "data/%s-00000-of-00001.parquet" : "main/%s-00000-of-00001.parquet" };
         char *src = NULL;
         for (int k = 0; k < 4; k++) { /* none there: the JSONL name, for the message */
             snprintf(src_name, sizeof src_name, forms[k % 3], splits[s]);
@@ -56,12 +60,14 @@ static int cmd_gsm8k(int argc, char **argv) {
         }
         char *dst = vc_path_join(out, name);
         size_t n = 0;
-        vc_status st = src && dst ? vc_gsm8k_convert(src, dst, splits[s], &n) : VC_ERR_NOMEM;
+        vc_status st = !src || !dst ? VC_ERR_NOMEM
+                       : math       ? vc_math_convert(src, dst, splits[s], &n)
+                                    : vc_gsm8k_convert(src, dst, splits[s], &n);
         if (!st) printf("%s: %zu rows -> %s\n", splits[s], n, dst);
         free(src);
         free(dst);
         if (st) {
-            fprintf(stderr, "verlc data gsm8k: %s\n", vc_last_error());
+            fprintf(stderr, "verlc data %s: %s\n", name, vc_last_error());
             return 1;
         }
     }
@@ -98,7 +104,8 @@ static int cmd_convert(int argc, char **argv, int parquet) {
 
 int vc_cmd_data(int argc, char **argv) {
     if (argc < 2) return usage();
-    if (!strcmp(argv[1], "gsm8k")) return cmd_gsm8k(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "gsm8k")) return cmd_dataset(argc - 1, argv + 1, 0);
+    if (!strcmp(argv[1], "math")) return cmd_dataset(argc - 1, argv + 1, 1);
     if (!strcmp(argv[1], "jsonl")) return cmd_convert(argc - 1, argv + 1, 0);
     if (!strcmp(argv[1], "parquet")) return cmd_convert(argc - 1, argv + 1, 1);
     fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);

@@ -102,8 +102,16 @@ vc_status vc_base64_decode(const char *s, size_t n, const char *what, uint8_t **
 int vc_gsm8k_extract_solution(const char *answer, char *out, size_t cap);
 /* One raw {"question","answer"} object to a verl row (a new cJSON object). */
 vc_status vc_gsm8k_make_row(const struct cJSON *raw, const char *split, int64_t index, struct cJSON **out);
-/* Converts in_path (raw GSM8K JSONL) to out_path (verl-schema JSONL); *n_rows gets the row count. */
+/* Converts in_path (raw GSM8K rows, JSONL or Parquet) to out_path (verl-schema JSONL, or Parquet where the name ends
+ * in .parquet); *n_rows gets the row count. */
 vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows);
+
+/* ---- MATH conversion (verl examples/data_preprocess/math_dataset.py, MATH-lighteval) ------------- */
+#define VC_MATH_INSTRUCTION "Let's think step by step and output the final answer within \\boxed{}."
+/* One raw {"problem", "solution", ...} object to a verl row: its other keys kept first, the ground truth the last
+ * \boxed{} of the solution (remove_boxed(last_boxed_only_string)); VC_ERR_FORMAT where the solution has none. */
+vc_status vc_math_make_row(const struct cJSON *raw, const char *split, int64_t index, struct cJSON **out);
+vc_status vc_math_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows);
 
 /* ---- epoch iteration ---------------------------------------------------------------------------- */
 typedef struct vc_epoch_iter {

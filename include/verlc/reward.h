@@ -16,6 +16,7 @@ char *vc_gsm8k_extract(const char *solution, int flexible);
  * strip_string normalisation and string equality. Returns 1.0 or 0.0. */
 double vc_reward_math(const char *solution, const char *ground_truth);
 char *vc_math_last_boxed(const char *s);  /* malloc'd, or NULL */
+char *vc_math_remove_boxed(const char *s); /* its content (malloc'd), or NULL where verl's asserts fail */
 /* strip_string; returns NULL where Python raises (callers then compare the raw strings, as is_equiv does). */
 char *vc_math_strip_string(const char *s);
 int vc_math_is_equiv(const char *a, const char *b);

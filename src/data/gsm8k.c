@@ -1,6 +1,7 @@
-/* GSM8K to verl's row schema, as verl's examples/data_preprocess/gsm8k.py does it. */
+/* GSM8K and MATH to verl's row schema, as verl's examples/data_preprocess/gsm8k.py and math_dataset.py do it. */
 #include "verlc/data.h"
 #include "verlc/json.h"
+#include "verlc/reward.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,46 @@ out:
     return st;
 }
 
+/* math_dataset.py's process_fn: the other columns kept (MATH-lighteval's level and type), then the new ones */
+vc_status vc_math_make_row(const cJSON *raw, const char *split, int64_t index, cJSON **out) {
+    *out = NULL;
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(raw, "problem");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(raw, "solution");
+    if (!cJSON_IsString(q)) return vc_fail(VC_ERR_MISSING, "missing field problem");
+    if (!cJSON_IsString(a)) return vc_fail(VC_ERR_MISSING, "missing field solution");
+    char *boxed = vc_math_last_boxed(a->valuestring), *sol = boxed ? vc_math_remove_boxed(boxed) : NULL;
+    free(boxed);
+    if (!sol)
+        return vc_fail(VC_ERR_FORMAT, "solution has no final \\boxed{...} answer (verl's remove_boxed asserts)");
+    size_t qn = strlen(q->valuestring), in = strlen(VC_MATH_INSTRUCTION);
+    char *content = malloc(qn + in + 2);
+    cJSON *row = content ? cJSON_CreateObject() : NULL;
+    for (const cJSON *c = raw->child; row && c; c = c->next)
+        if (c->string && strcmp(c->string, "problem") && strcmp(c->string, "solution"))
+            cJSON_AddItemToObject(row, c->string, cJSON_Duplicate(c, 1));
+    if (row) {
+        memcpy(content, q->valuestring, qn);
+        content[qn] = ' ';
+        memcpy(content + qn + 1, VC_MATH_INSTRUCTION, in + 1);
+        cJSON_AddStringToObject(row, "data_source", "DigitalLearningGmbH/MATH-lighteval");
+        cJSON *msg = cJSON_CreateObject();
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(row, "prompt"), msg);
+        cJSON_AddStringToObject(msg, "role", "user");
+        cJSON_AddStringToObject(msg, "content", content);
+        cJSON_AddStringToObject(row, "ability", "math");
+        cJSON *rm = cJSON_AddObjectToObject(row, "reward_model");
+        cJSON_AddStringToObject(rm, "style", "rule");
+        cJSON_AddStringToObject(rm, "ground_truth", sol);
+        cJSON *extra = cJSON_AddObjectToObject(row, "extra_info");
+        cJSON_AddStringToObject(extra, "split", split);
+        if (!cJSON_AddNumberToObject(extra, "index", (double)index)) cJSON_Delete(row), row = NULL;
+    }
+    free(content);
+    free(sol);
+    *out = row;
+    return row ? VC_OK : vc_fail(VC_ERR_NOMEM, "out of memory building a row");
+}
+
 typedef struct sbuf {
     char *p;
     size_t n, cap;
@@ -100,7 +141,9 @@ static int sbuf_put(sbuf *b, const char *s, size_t n) {
     return 1;
 }
 
-vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
+/* rows of in_path through make into out_path (JSONL, or Parquet by its name) */
+static vc_status convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows,
+                         vc_status (*make)(const cJSON *, const char *, int64_t, cJSON **)) {
     vc_jsonl *d = NULL;
     sbuf b = { 0 };
     if (n_rows) *n_rows = 0;
@@ -114,7 +157,7 @@ vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char
         goto out;
     }
     for (size_t i = 0; i < d->n_rows; i++) {
-        st = vc_gsm8k_make_row(d->rows[i], split, (int64_t)i, &rows[i]);
+        st = make(d->rows[i], split, (int64_t)i, &rows[i]);
         if (st) {
             vc_fail_ctx(st, "%s:%lld", in_path, (long long)d->lines[i]);
             goto out;
@@ -136,4 +179,12 @@ out:
     free(b.p);
     vc_jsonl_free(d);
     return st;
+}
+
+vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
+    return convert(in_path, out_path, split, n_rows, vc_gsm8k_make_row);
+}
+
+vc_status vc_math_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
+    return convert(in_path, out_path, split, n_rows, vc_math_make_row);
 }

@@ -31,7 +31,7 @@ char *vc_math_last_boxed(const char *s) {
 }
 
 /* remove_boxed; NULL where Python's asserts fail. */
-static char *remove_boxed(const char *s) {
+char *vc_math_remove_boxed(const char *s) {
     if (strstr(s, "\\boxed ")) return strncmp(s, "\\boxed ", 7) ? NULL : vc_strdup(s + 7);
     size_t n = strlen(s);
     if (strncmp(s, "\\boxed{", 7) || n < 8 || s[n - 1] != '}') return NULL;
@@ -175,7 +175,7 @@ int vc_math_is_equiv(const char *a, const char *b) {
 double vc_reward_math(const char *solution, const char *ground_truth) {
     char *boxed = vc_math_last_boxed(solution);
     if (!boxed) return 0.0;
-    char *ans = remove_boxed(boxed);
+    char *ans = vc_math_remove_boxed(boxed);
     double r = ans && vc_math_is_equiv(ans, ground_truth) ? 1.0 : 0.0;
     free(ans);
     free(boxed);

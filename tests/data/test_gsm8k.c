@@ -132,7 +132,63 @@ static void test_convert(void) {
     rmdir(dir);
 }
 
+/* MATH-lighteval rows (tests/fixtures/math, tools/fixtures/make_math_fixture.py): the rows verl's math_dataset.py made
+ * from them, column order included (nested and spaced \\boxed answers, the last one taken); the CLI from the Hugging
+ * Face layout; a solution without a \\boxed answer named by file and row */
+static void test_math(void) {
+    char dir[] = "/tmp/vc_math_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    static const char *splits[2] = { "train", "test" };
+    for (int s = 0; s < 2; s++) {
+        char in[256], want[256], *out = vc_path_join(dir, s ? "test.parquet" : "train.parquet");
+        snprintf(in, sizeof in, "tests/fixtures/math/data/%s-00000-of-00001.parquet", splits[s]);
+        snprintf(want, sizeof want, "tests/fixtures/math/verl/%s.parquet", splits[s]);
+        size_t n = 0;
+        CHECK_OK(vc_math_convert(in, out, splits[s], &n));
+        vc_jsonl *a = NULL, *b = NULL;
+        CHECK_OK(vc_jsonl_read(out, VC_JSONL_STRICT, &a));
+        CHECK_OK(vc_jsonl_read(want, VC_JSONL_STRICT, &b));
+        size_t same = 0;
+        for (size_t i = 0; a && b && i < a->n_rows && i < b->n_rows; i++) {
+            int eq = cJSON_Compare(a->rows[i], b->rows[i], 1);
+            const cJSON *x = a->rows[i]->child, *y = b->rows[i]->child; /* (and the columns in verl's order) */
+            for (; eq && x && y; x = x->next, y = y->next) eq = !strcmp(x->string, y->string);
+            same += eq && !x && !y;
+        }
+        CHECK_MSG(a && b && a->n_rows == n && b->n_rows == n && same == n && n > 0, "%s: %zu of %zu rows as verl's",
+                  splits[s], same, n);
+        vc_jsonl_free(a);
+        vc_jsonl_free(b);
+        free(out);
+    }
+    char *bad = vc_path_join(dir, "bad.jsonl"), *out = vc_path_join(dir, "x.jsonl");
+    FILE *f = fopen(bad, "w");
+    fprintf(f, "{\"problem\": \"p\", \"solution\": \"\\\\boxed{1}\"}\n{\"problem\": \"q\", \"solution\": \"\\\\fbox{2}\"}\n");
+    fclose(f);
+    size_t n = 0;
+    CHECK(vc_math_convert(bad, out, "train", &n) == VC_ERR_FORMAT);
+    CHECK_MSG(strstr(vc_last_error(), "bad.jsonl:2: solution has no final \\boxed{...} answer"), "%s", vc_last_error());
+    const char *bin = getenv("VERLC_BIN");
+    if (bin) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s data math --input tests/fixtures/math --out %s/cli --parquet > /dev/null", bin, dir);
+        CHECK(system(cmd) == 0);
+        snprintf(cmd, sizeof cmd, "%s/cli/test.parquet", dir);
+        vc_jsonl *d = NULL;
+        CHECK_OK(vc_jsonl_read(cmd, 0, &d));
+        CHECK(d && d->n_rows == 3);
+        vc_jsonl_free(d);
+        snprintf(cmd, sizeof cmd, "rm -rf %s/cli", dir);
+        CHECK(system(cmd) == 0);
+    }
+    unlink(bad);
+    free(bad);
+    free(out);
+    rmdir(dir);
+}
+
 int main(void) {
+    test_math();
     if (!vc_test_have_shared()) return vc_test_done();
     test_extract();
     test_convert();
