@@ -28,33 +28,38 @@ int vc_gsm8k_extract_solution(const char *answer, char *out, size_t cap) {
     return 0;
 }
 
-static cJSON *build_row(const char *question, const char *answer, const char *solution, const char *split,
-                        int64_t index) {
-    size_t qn = strlen(question), in = strlen(VC_GSM8K_INSTRUCTION);
-    char *content = malloc(qn + in + 2);
+/* verl's fields onto row, in its order: data_source, the prompt (question + " " + instruction as the user's
+ * message), ability "math", the rule reward's ground truth, extra_info with split and index (returned, NULL when out
+ * of memory) */
+static cJSON *verl_fields(cJSON *row, const char *source, const char *question, const char *instruction,
+                          const char *truth, const char *split, int64_t index) {
+    size_t qn = strlen(question), in = strlen(instruction);
+    char *content = row ? malloc(qn + in + 2) : NULL;
     if (!content) return NULL;
     memcpy(content, question, qn);
     content[qn] = ' ';
-    memcpy(content + qn + 1, VC_GSM8K_INSTRUCTION, in + 1);
-
-    cJSON *row = cJSON_CreateObject(); /* keys in the order verl writes them */
-    cJSON_AddStringToObject(row, "data_source", "openai/gsm8k");
-    cJSON *prompt = cJSON_AddArrayToObject(row, "prompt");
+    memcpy(content + qn + 1, instruction, in + 1);
+    cJSON_AddStringToObject(row, "data_source", source);
     cJSON *msg = cJSON_CreateObject();
-    cJSON_AddItemToArray(prompt, msg);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(row, "prompt"), msg);
     cJSON_AddStringToObject(msg, "role", "user");
     cJSON_AddStringToObject(msg, "content", content);
     free(content);
     cJSON_AddStringToObject(row, "ability", "math");
     cJSON *rm = cJSON_AddObjectToObject(row, "reward_model");
     cJSON_AddStringToObject(rm, "style", "rule");
-    cJSON_AddStringToObject(rm, "ground_truth", solution);
+    cJSON_AddStringToObject(rm, "ground_truth", truth);
     cJSON *extra = cJSON_AddObjectToObject(row, "extra_info");
     cJSON_AddStringToObject(extra, "split", split);
-    cJSON_AddNumberToObject(extra, "index", (double)index);
-    cJSON_AddStringToObject(extra, "answer", answer);
-    cJSON_AddStringToObject(extra, "question", question);
-    if (!cJSON_GetObjectItemCaseSensitive(extra, "question")) {
+    return cJSON_AddNumberToObject(extra, "index", (double)index) ? extra : NULL;
+}
+
+static cJSON *build_row(const char *question, const char *answer, const char *solution, const char *split,
+                        int64_t index) {
+    cJSON *row = cJSON_CreateObject(); /* keys in the order verl writes them */
+    cJSON *extra = verl_fields(row, "openai/gsm8k", question, VC_GSM8K_INSTRUCTION, solution, split, index);
+    if (extra) cJSON_AddStringToObject(extra, "answer", answer);
+    if (!extra || !cJSON_AddStringToObject(extra, "question", question)) {
         cJSON_Delete(row);
         return NULL;
     }
@@ -93,30 +98,12 @@ vc_status vc_math_make_row(const cJSON *raw, const char *split, int64_t index, c
     free(boxed);
     if (!sol)
         return vc_fail(VC_ERR_FORMAT, "solution has no final \\boxed{...} answer (verl's remove_boxed asserts)");
-    size_t qn = strlen(q->valuestring), in = strlen(VC_MATH_INSTRUCTION);
-    char *content = malloc(qn + in + 2);
-    cJSON *row = content ? cJSON_CreateObject() : NULL;
+    cJSON *row = cJSON_CreateObject();
     for (const cJSON *c = raw->child; row && c; c = c->next)
         if (c->string && strcmp(c->string, "problem") && strcmp(c->string, "solution"))
             cJSON_AddItemToObject(row, c->string, cJSON_Duplicate(c, 1));
-    if (row) {
-        memcpy(content, q->valuestring, qn);
-        content[qn] = ' ';
-        memcpy(content + qn + 1, VC_MATH_INSTRUCTION, in + 1);
-        cJSON_AddStringToObject(row, "data_source", "DigitalLearningGmbH/MATH-lighteval");
-        cJSON *msg = cJSON_CreateObject();
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(row, "prompt"), msg);
-        cJSON_AddStringToObject(msg, "role", "user");
-        cJSON_AddStringToObject(msg, "content", content);
-        cJSON_AddStringToObject(row, "ability", "math");
-        cJSON *rm = cJSON_AddObjectToObject(row, "reward_model");
-        cJSON_AddStringToObject(rm, "style", "rule");
-        cJSON_AddStringToObject(rm, "ground_truth", sol);
-        cJSON *extra = cJSON_AddObjectToObject(row, "extra_info");
-        cJSON_AddStringToObject(extra, "split", split);
-        if (!cJSON_AddNumberToObject(extra, "index", (double)index)) cJSON_Delete(row), row = NULL;
-    }
-    free(content);
+    if (!verl_fields(row, "DigitalLearningGmbH/MATH-lighteval", q->valuestring, VC_MATH_INSTRUCTION, sol, split, index))
+        cJSON_Delete(row), row = NULL;
     free(sol);
     *out = row;
     return row ? VC_OK : vc_fail(VC_ERR_NOMEM, "out of memory building a row");
