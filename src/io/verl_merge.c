@@ -343,11 +343,18 @@ static vc_status merge_all(const vc_verl_merge_opts *o, const ranks *R, const ch
             if (!found) st = vc_fail(VC_ERR_FORMAT, "Missing key in collected state dict: '%s'", rn);
         }
     if (!st && !o->test_hf_dir) {
-        if (o->log) fprintf(o->log, "model_merger: saving model to %s\n", o->target_dir);
-        st = vc_st_writer_write_dir(w, o->target_dir, (size_t)50e9);
+        /* a LoRA-only checkpoint (verl's save_lora_only): the adapter, with the config and tokenizer beside it */
+        if (!vc_st_writer_count(w) && vc_st_writer_count(lw)) {
+            if (o->log) fprintf(o->log, "model_merger: the checkpoint holds LoRA adapters only (no base weights)\n");
+            st = vc_mkdirs(o->target_dir);
+        } else {
+            if (o->log) fprintf(o->log, "model_merger: saving model to %s\n", o->target_dir);
+            st = vc_st_writer_write_dir(w, o->target_dir, (size_t)50e9);
+        }
         if (!st) st = write_config(cfg_dir, o->target_dir);
         if (!st && vc_st_writer_count(lw)) {
-            char *ld = vc_path_join(o->target_dir, "lora_adapter"), *lf = ld ? vc_path_join(ld, "adapter_model.safetensors") : NULL;
+            char *ld = vc_path_join(o->target_dir, "lora_adapter");
+            char *lf = ld ? vc_path_join(ld, "adapter_model.safetensors") : NULL;
             st = lf ? vc_mkdirs(ld) : VC_ERR_NOMEM;
             if (!st) st = vc_st_writer_write(lw, lf);
             if (!st) st = lora_config(o->local_dir, ld, lora_rank, targets), targets = NULL;

@@ -1,6 +1,7 @@
 /* verl's model merger (vc_verl_merge, `verlc model_merger`) on FSDP checkpoints written by torch's FSDP2 as verl's
  * checkpoint manager writes them (tests/fixtures/verl_ckpt, tools/fixtures/make_verl_ckpt.py with torch 2.15): a
- * mesh of 3 with uneven parts, an HSDP (ddp, fsdp) mesh of 2 x 2 with tied embeddings, LoRA on q / v over 2 ranks;
+ * mesh of 3 with uneven parts, an HSDP (ddp, fsdp) mesh of 2 x 2 with tied embeddings, LoRA on q / v over 2 ranks
+ * (and saved LoRA-only, as verl's save_lora_only: the adapter alone);
  * every merged tensor bit for bit the model's own save_pretrained in bfloat16, the LM head's tied alias dropped, the
  * adapters apart with PEFT's names and config, config.json's dtype bfloat16 and the generation config beside; `test`
  * passes against the reference and names an extra key against another; a missing or truncated rank file, a bad
@@ -79,6 +80,20 @@ static void lora(const char *tmp) {
     cJSON_Delete(c);
 }
 
+/* a LoRA-only checkpoint (verl's save_lora_only): the adapters alone, as the full checkpoint's, config beside */
+static void lora_only(const char *tmp) {
+    char out[400], file[500], cfg[500];
+    snprintf(out, sizeof out, "%s/loraonly2", tmp);
+    vc_verl_merge_opts o = { .local_dir = DIR "loraonly2", .target_dir = out };
+    CHECK_OK(vc_verl_merge(&o));
+    snprintf(file, sizeof file, "%s/lora_adapter/adapter_model.safetensors", out);
+    same_weights(file, DIR "loraonly2/ref/lora_adapter/adapter_model.safetensors");
+    same_weights(file, DIR "lora2/ref/lora_adapter/adapter_model.safetensors");
+    snprintf(file, sizeof file, "%s/model.safetensors", out);
+    snprintf(cfg, sizeof cfg, "%s/config.json", out);
+    CHECK(access(file, F_OK) != 0 && access(cfg, F_OK) == 0);
+}
+
 static void refused(const vc_verl_merge_opts *o, const char *want) {
     vc_status st = vc_verl_merge(o);
     CHECK_MSG(st != VC_OK && strstr(vc_last_error(), want), "want '%s', got '%s'", want, st ? vc_last_error() : "success");
@@ -131,6 +146,7 @@ int main(void) {
     merge_case(tmp, "hsdp4");
     merge_case(tmp, "lora2");
     lora(tmp);
+    lora_only(tmp);
     bad_input(tmp);
     rm_tree(tmp);
     free(tmp);
