@@ -84,7 +84,14 @@ static vc_status plan(const ranks *R, int i, int *rank_of, int *n, int *dim) {
     const char *name = R->lists[0].t[i].name;
     *n = 0;
     if (s->n_dims == 0) { /* a plain tensor: every rank's, along dim 0 (verl's torch.cat) */
-        for (int r = 0; r < R->ws; r++) rank_of[(*n)++] = r;
+        for (int r = 0; r < R->ws; r++) {
+            int k = find(R, r, i);
+            if (k < 0) return vc_fail(VC_ERR_FORMAT, "%s lacks '%s'", R->maps[r].path, name);
+            if (R->lists[r].shard[k].n_dims)
+                return vc_fail(VC_ERR_FORMAT, "%s: '%s' is a DTensor, a plain tensor in rank 0's file", R->maps[r].path,
+                               name);
+            rank_of[(*n)++] = r;
+        }
         *dim = 0;
         return VC_OK;
     }
