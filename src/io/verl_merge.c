@@ -170,6 +170,13 @@ static vc_status join(const ranks *R, int i, uint16_t **out, int *ndim, int64_t 
     for (int k = 0; !st && k < (dim < 0 ? 1 : n); k++) { /* part k's rows of each outer block */
         const vc_st_tensor *t = &R->lists[rank_of[k]].t[find(R, rank_of[k], i)];
         int64_t rows = dim < 0 ? numel : t->shape[dim] * inner, m = vc_st_tensor_numel(t);
+        if (t->dtype == VC_BF16) { /* (as it is: the bytes themselves, rows at a time) */
+            for (int64_t b = 0; b < (dim < 0 ? 1 : outer); b++)
+                memcpy(o + (dim < 0 ? 0 : b * shape[dim] * inner) + at, (const uint16_t *)t->data + b * rows,
+                       sizeof *o * (size_t)rows);
+            if (dim >= 0) at += t->shape[dim] * inner;
+            continue;
+        }
         free(tmp);
         if (!(tmp = malloc(sizeof *tmp * (size_t)(m ? m : 1)))) st = vc_fail(VC_ERR_NOMEM, "'%s': out of memory", t0->name);
         if (!st) vc_st_tensor_to_f32(t, tmp);

@@ -1,7 +1,7 @@
 /* verl's model merger (vc_verl_merge, `verlc model_merger`) on FSDP checkpoints written by torch's FSDP2 as verl's
  * checkpoint manager writes them (tests/fixtures/verl_ckpt, tools/fixtures/make_verl_ckpt.py with torch 2.15): a
  * mesh of 3 with uneven parts, an HSDP (ddp, fsdp) mesh of 2 x 2 with tied embeddings, LoRA on q / v over 2 ranks
- * (and saved LoRA-only, as verl's save_lora_only: the adapter alone);
+ * (and saved LoRA-only, as verl's save_lora_only: the adapter alone), a model in bf16 over 2 ranks;
  * every merged tensor bit for bit the model's own save_pretrained in bfloat16, the LM head's tied alias dropped, the
  * adapters apart with PEFT's names and config, config.json's dtype bfloat16 and the generation config beside; `test`
  * passes against the reference and names an extra key against another; a missing or truncated rank file, a bad
@@ -145,6 +145,7 @@ int main(void) {
     merge_case(tmp, "fsdp3");
     merge_case(tmp, "hsdp4");
     merge_case(tmp, "lora2");
+    merge_case(tmp, "bf16x2"); /* (parts in bf16: their bytes as they are) */
     lora(tmp);
     lora_only(tmp);
     bad_input(tmp);
