@@ -276,9 +276,10 @@ static vc_status write_config(const char *cfg_dir, const char *dir) {
     return st;
 }
 
+/* the input embedding's name in the Hugging Face layouts verlc reads (the tied LM head's alias is dropped beside it) */
 static int embedding_name(const char *n) {
     static const char *E[] = { "embed_tokens.weight", "wte.weight", "word_embeddings.weight", "tok_embeddings.weight",
-                               "embed_in.weight" };
+                               "embed_in.weight", "tokens_embed.weight", "backbone.embeddings.weight" };
     size_t l = strlen(n);
     for (size_t i = 0; i < sizeof E / sizeof *E; i++)
         if (l >= strlen(E[i]) && !strcmp(n + l - strlen(E[i]), E[i])) return 1;
