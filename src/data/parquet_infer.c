@@ -1,8 +1,10 @@
 /* A Parquet schema from JSON rows, as pyarrow infers a table's types from Python rows (json.loads' values):
  * null alone is the null type, bools, ints (int64), floats (double; ints and floats together are double), strings,
  * lists of one item type, and dicts as structs whose fields are every key seen, in the order first seen (a key a row
- * lacks is null there). Types that cannot share a column fail, as pyarrow's inference does, naming row and key. */
+ * lacks is null there). Types that cannot share a column fail, as pyarrow's inference does, naming row and key. A
+ * string column whose every value is the data URI the reader gives binary bytes (image bytes) is binary again. */
 #include "parquet_w.h"
+#include "verlc/data.h"
 #include "verlc/json.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -98,6 +100,10 @@ static vc_status merge(ictx *x, pw_node *n, const cJSON *v) {
             return vc_fail(VC_ERR_FORMAT, "%s: row %zu: key '%s' holds ints below 0 and past 2^63 - 1 (no 64-bit type "
                            "holds both)", x->path, x->row, x->key);
     }
+    if (k == PW_STRING) {
+        n->n_str++;
+        n->n_uri += !strncmp(v->valuestring, VC_DATA_URI_BINARY, strlen(VC_DATA_URI_BINARY));
+    }
     if (k == PW_LIST) {
         if (!n->elem && !(n->elem = node_new("element"))) return VC_ERR_NOMEM;
         size_t l = strlen(x->key);
@@ -173,6 +179,8 @@ int pw_levels(pw_node *root, const char *path) {
     }
     return x.leaves;
 }
+
+int pw_binary(const pw_node *n) { return n->kind == PW_STRING && n->n_str > 0 && n->n_uri == n->n_str; }
 
 void pw_node_free(pw_node *n) {
     if (!n) return;

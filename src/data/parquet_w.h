@@ -17,6 +17,7 @@ typedef struct pw_node {
     struct pw_node **kids; /* PW_STRUCT: fields in the order first seen */
     int n_kids, cap_kids;
     int neg, big; /* PW_INT: a value below 0 seen; one past 2^63 - 1 (the column is then uint64, as pyarrow's) */
+    int64_t n_str, n_uri; /* PW_STRING: strings seen, and those that are VC_DATA_URI_BINARY's (all: a binary column) */
     /* set by pw_levels */
     int def, rep; /* definition and repetition levels where the value is present */
     int leaf;     /* a leaf's column index (-1 for groups) */
@@ -30,6 +31,8 @@ vc_status pw_infer(pw_node *root, const struct cJSON *row, size_t index, const c
  * fields, which Parquet cannot hold: named in the error) */
 int pw_levels(pw_node *root, const char *path);
 void pw_node_free(pw_node *n);
+/* a string column every value of which is the reader's data URI of binary bytes: written as binary */
+int pw_binary(const pw_node *n);
 /* an int's value (its kept digits past 2^53); 0 when it is past int64's range */
 int pw_int_value(const struct cJSON *j, int64_t *out);
 /* an int from 2^63 to 2^64 - 1 (uint64); 0 otherwise */

@@ -1,5 +1,5 @@
 /* JSON rows written as a Parquet file (vc_parquet_write): the schema inferred as pyarrow infers it
- * (parquet_infer.c), each row shredded into its leaf columns' definition and repetition levels (Dremel's
+ * (parquet_infer.c; the reader's data URIs of binary values written as the bytes), each row shredded into its leaf columns' definition and repetition levels (Dremel's
  * algorithm, the three-level lists and optional fields pyarrow writes), data pages v1 of PLAIN values and
  * RLE levels, snappy-compressed, pages of about 1 MiB cut at row boundaries, row groups of up to 128 MiB, the
  * footer in the Thrift compact protocol; the file written atomically. */
@@ -87,6 +87,19 @@ static void put_value(pw_writer *w, pw_col *c, const pw_node *n, const cJSON *v)
         uint64_t u;
         memcpy(&u, &d, 8);
         for (int b = 0; b < 8; b++) pb_byte(&c->vals, (uint8_t)(u >> (8 * b)));
+    } else if (pw_binary(n)) { /* the reader's data URI of binary bytes: the bytes */
+        const char *b64 = v->valuestring + strlen(VC_DATA_URI_BINARY);
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        if (vc_base64_decode(b64, strlen(b64), "a binary value", &bytes, &len)) {
+            if (!w->err)
+                w->err = vc_fail(VC_ERR_FORMAT, "%s: row %lld: column '%s': %s", w->path, (long long)w->rows + 1,
+                                 c->path[0], vc_last_error());
+        } else {
+            pb_u32le(&c->vals, (uint32_t)len);
+            pb_put(&c->vals, bytes, len);
+        }
+        free(bytes);
     } else {
         size_t len = strlen(v->valuestring);
         pb_u32le(&c->vals, (uint32_t)len);
@@ -261,10 +274,11 @@ static void schema_elems(tw *t, const pw_node *n) {
     tw_i32(t, 3, 1); /* OPTIONAL */
     tw_str(t, 4, n->name);
     if (n->kind == PW_LIST || n->kind == PW_STRUCT) tw_i32(t, 5, n->kind == PW_LIST ? 1 : n->n_kids);
-    if (n->kind == PW_STRING) tw_i32(t, 6, 0); /* UTF8 */
+    int text = n->kind == PW_STRING && !pw_binary(n);
+    if (text) tw_i32(t, 6, 0); /* UTF8 */
     if (n->kind == PW_INT && n->big) tw_i32(t, 6, 14); /* UINT_64 */
     if (n->kind == PW_LIST) tw_i32(t, 6, 3);   /* LIST */
-    if (n->kind == PW_STRING) empty_union(t, 10, 1);
+    if (text) empty_union(t, 10, 1);
     if (n->kind == PW_LIST) empty_union(t, 10, 3);
     if (n->kind == PW_NULL) empty_union(t, 10, 11); /* UNKNOWN: pyarrow's null type */
     if (n->kind == PW_INT && n->big) { /* INTEGER(64, unsigned) */

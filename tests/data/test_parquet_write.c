@@ -1,18 +1,32 @@
 /* Parquet writing (vc_parquet_write) read back by verlc's reader: nested lists and structs, nulls at every level,
  * empty lists, keys missing from some rows, a key repeated in a row (its last value), bools past a byte, ints and
  * floats, unicode; pages and row groups cut small so that rows span several of each; every Parquet fixture's rows written and read back the same (a missing
- * key reading as null; ints past 2^63 - 1 as uint64); no rows at all. Refused with the row and key named and no file
+ * key reading as null; ints past 2^63 - 1 as uint64; a Hugging Face datasets file's image bytes binary again); no rows
+ * at all. Refused with the row and key named and no file
  * left: a key holding a string in one row and a number in another, an int past 64 bits, ints below 0 and past 2^63 - 1
  * in one column, an int past 2^53 among floats, an object without fields in every row. (pyarrow reads these files as verlc does: tools/fixtures/check_parquet_write.py.) */
 #include "cli_util.h"
 #include "verlc/data.h"
 #include "verlc/json.h"
+#include "../../src/data/parquet.h"
 #include "../../src/data/parquet_w.h"
 #include <cjson/cJSON.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[64];
+
+static unsigned char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = len > 0 ? malloc((size_t)len) : NULL;
+    *n = b ? fread(b, 1, (size_t)len, f) : 0;
+    fclose(f);
+    return b;
+}
 
 /* rows written to dir/name and read back equal, rows for rows */
 static void round_trip(const char *name, vc_jsonl *in) {
@@ -92,14 +106,39 @@ static void many_pages(void) {
     free(rows);
 }
 
+/* the image bytes of a Hugging Face datasets file (read as data URIs) written back as binary: no UTF-8 annotation on
+ * the images' bytes column, and the file about as large as the original (base64 text would be a third larger) */
+static void binary_again(void) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/rt_hf.parquet", dir);
+    size_t n = 0, n0 = 0;
+    unsigned char *data = slurp(p, &n), *orig = slurp("tests/fixtures/vision/dataset/rows_hf.parquet", &n0);
+    pq_file f = { .path = p, .data = data, .size = n };
+    CHECK(data && orig && pq_meta_read(&f) == VC_OK);
+    int found = 0;
+    for (int l = 0; data && l < f.n_leaves; l++) {
+        char name[400];
+        const pq_node *nd = &f.nodes[f.leaf_node[l]];
+        if (!strcmp(pq_leaf_name(&f, l, name, sizeof name), "images.list.element.bytes"))
+            found = nd->type == PQ_BYTE_ARRAY && nd->converted != 0 && nd->logical != 1;
+    }
+    CHECK_MSG(found, "the images' bytes were not written as binary");
+    CHECK_MSG(n < n0 + n0 / 8, "%zu bytes written for %zu read", n, n0);
+    pq_meta_free(&f);
+    free(data);
+    free(orig);
+}
+
 /* every reader fixture's rows (JSON as verlc reads them) written and read back */
 static void fixtures(void) {
     const char *names[] = { "gsm8k_snappy", "gsm8k_pages", "legacy", "types", "types_v2", "encodings", "empty_dict",
-                            "big_ints" /* (past 2^63: uint64, as pandas' to_parquet writes them) */ };
+                            "big_ints" /* (past 2^63: uint64, as pandas' to_parquet writes them) */,
+                            "../vision/dataset/rows_hf" /* (image bytes: binary again) */ };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char p[128], o[64];
         snprintf(p, sizeof p, "tests/fixtures/parquet/%s.parquet", names[i]);
-        snprintf(o, sizeof o, "rt_%s.parquet", names[i]);
+        if (strchr(names[i], '/')) snprintf(o, sizeof o, "rt_hf.parquet");
+        else snprintf(o, sizeof o, "rt_%s.parquet", names[i]);
         vc_jsonl *d = NULL;
         CHECK_OK(vc_jsonl_read(p, VC_JSONL_STRICT, &d));
         if (d) round_trip(o, d);
@@ -124,6 +163,7 @@ int main(void) {
     nested();
     many_pages();
     fixtures();
+    binary_again();
     /* a key repeated in a row (a Parquet file's columns may share a name): its last value, as json.loads keeps it */
     cJSON *dup = cJSON_CreateObject();
     cJSON_AddNumberToObject(dup, "a", 1);
