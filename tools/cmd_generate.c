@@ -219,7 +219,8 @@ static vc_status image_rows(const gen_args *a, const vc_model *m, const vc_token
     if (!st && !*tmpl) st = vc_chat_template_load(a->tok_dir, tmpl);
     const vc_model_config *mc = vc_model_cfg(m);
     int32_t pad = mc->image_id, vpad = mc->video_id;
-    vc_rl_data_opts o = { .prompt_key = a->prompt_key ? a->prompt_key : "prompt", .max_prompt_length = limit, .max_samples = -1, .image_key = "images",
+    vc_rl_data_opts o = { .prompt_key = a->prompt_key ? a->prompt_key : "prompt", .max_prompt_length = limit,
+                          .max_samples = -1, .image_key = "images",
                           .video_key = "videos", .vl = &vl, .image_token = vc_tokenizer_id_to_token(tk, pad),
                           .videos = has_video ? &vv : NULL, .no_video_reason = why,
                           .video_token = vpad >= 0 ? vc_tokenizer_id_to_token(tk, vpad) : NULL,
@@ -355,7 +356,10 @@ int vc_cmd_generate(int argc, char **argv) {
     if (!rows || !rq || !im) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); goto out; }
     int64_t limit = c->max_pos > a.max_new ? c->max_pos - a.max_new : c->max_pos;
     const char *why = "context length minus --max-new-tokens";
-    if (a.max_prompt > 0 && a.max_prompt < limit) { limit = a.max_prompt; why = "--max-prompt-len"; }
+    if (a.max_prompt > 0 && a.max_prompt < limit) {
+        limit = a.max_prompt;
+        why = a.cfg ? "actor_rollout_ref.rollout.prompt_length" : "--max-prompt-len";
+    }
     int vl = 0; /* rows with images: through verl's dataset path, every row */
     for (int f = 0; f < a.n_inputs; f++) vl |= image_input(m, ds[f], a.prompt_key ? a.prompt_key : "prompt");
     if (vl && a.n_inputs > 1) {
@@ -371,7 +375,12 @@ int vc_cmd_generate(int argc, char **argv) {
             r->src = d->rows[i];
             if ((st = render_row(d, i, tk, &tmpl, &a, r))) { n_rows++; goto out; }
             int k = check_length(&a, d, i, r, limit, why);
-            if (k < 0) { n_rows++; st = VC_ERR_ARG; vc_fail(st, "prompt too long (use --overlong skip|truncate)"); goto out; }
+            if (k < 0) {
+                n_rows++;
+                st = vc_fail(VC_ERR_ARG, a.cfg ? "prompt too long (vLLM refuses it too)"
+                                               : "prompt too long (use --overlong skip|truncate)");
+                goto out;
+            }
             if (k > 0) { free(r->text); free(r->ids); memset(r, 0, sizeof *r); continue; }
             rq[n_rows] = (vc_rollout_request){ r->ids, (int64_t)r->n_ids, a.n, (uint64_t)r->index };
             n_rows++;
