@@ -146,15 +146,19 @@ static int int_tuple(const pv *t, int64_t *out, int *n) {
 
 static pv *reduce(vm *m, pv *fn, pv *args);
 
-/* d[key] of a DICT value, or of either dict of a (dict state, slots state) pair as BUILD takes it (NULL: absent) */
-static pv *dict_get(const pv *d, const char *key) {
-    if (d && d->k == PV_TUPLE && d->n == 2) {
-        pv *v = dict_get(d->items[1], key);
-        return v ? v : dict_get(d->items[0], key);
-    }
+static pv *plain_get(const pv *d, const char *key) {
     for (int i = 0; d && d->k == PV_DICT && i + 1 < d->n; i += 2)
         if (d->items[i]->k == PV_STR && !strcmp(d->items[i]->s, key)) return d->items[i + 1];
     return NULL;
+}
+
+/* d[key] of a DICT value, or of either dict of a (dict state, slots state) pair as BUILD takes it (NULL: absent) */
+static pv *dict_get(const pv *d, const char *key) {
+    if (d && d->k == PV_TUPLE && d->n == 2) {
+        pv *v = plain_get(d->items[1], key);
+        return v ? v : plain_get(d->items[0], key);
+    }
+    return plain_get(d, key);
 }
 
 static int is_dtensor_class(const char *s) {
@@ -171,7 +175,13 @@ static pv *from_type(vm *m, pv *args) {
         snprintf(m->err, sizeof m->err, "_rebuild_from_type_v2 with unexpected arguments");
         return NULL;
     }
-    if (!strcmp(type->s, "torch.Tensor") || !strcmp(type->s, "torch.nn.parameter.Parameter")) return reduce(m, fn, fargs);
+    if (!strcmp(type->s, "torch.Tensor") || !strcmp(type->s, "torch.nn.parameter.Parameter")) {
+        if (!strcmp(fn->s, "torch._tensor._rebuild_from_type_v2")) { /* (no nesting: a pickle cannot recurse us deep) */
+            snprintf(m->err, sizeof m->err, "_rebuild_from_type_v2 rebuilding by itself");
+            return NULL;
+        }
+        return reduce(m, fn, fargs);
+    }
     if (!is_dtensor_class(type->s)) {
         snprintf(m->err, sizeof m->err, "a tensor of class %.120s, which verlc does not read", type->s);
         return NULL;
