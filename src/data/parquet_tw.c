@@ -5,17 +5,7 @@
 #include <string.h>
 
 void pb_put(pw_buf *b, const void *src, size_t n) {
-    if (b->oom || !n) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n) cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
+    if (n) vc_sb_putn(b, (const char *)src, n);
 }
 
 void pb_byte(pw_buf *b, uint8_t c) { pb_put(b, &c, 1); }

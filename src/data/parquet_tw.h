@@ -1,15 +1,13 @@
-/* Parquet writing (internal): a growing byte buffer and the Thrift compact protocol's writing side (field headers
- * by delta, zigzag varints, lists, nested structs), for the page headers and the footer parquet_write.c writes. */
+/* Parquet writing (internal): bytes appended to a vc_strbuf (verlc/report.h's growing buffer) and the Thrift compact
+ * protocol's writing side (field headers by delta, zigzag varints, lists, nested structs), for the page headers and
+ * the footer parquet_write.c writes. */
 #ifndef VC_DATA_PARQUET_TW_H
 #define VC_DATA_PARQUET_TW_H
+#include "verlc/report.h"
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct pw_buf {
-    uint8_t *p;
-    size_t n, cap;
-    int oom; /* set by the first failed growth; later writes do nothing */
-} pw_buf;
+typedef vc_strbuf pw_buf; /* (oom set by the first failed growth; later writes do nothing) */
 
 void pb_put(pw_buf *b, const void *src, size_t n);
 void pb_byte(pw_buf *b, uint8_t c);

@@ -16,18 +16,6 @@
 
 static char dir[64];
 
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = len > 0 ? malloc((size_t)len) : NULL;
-    *n = b ? fread(b, 1, (size_t)len, f) : 0;
-    fclose(f);
-    return b;
-}
-
 /* rows written to dir/name and read back equal, rows for rows */
 static void round_trip(const char *name, vc_jsonl *in) {
     char p[128];
@@ -112,8 +100,10 @@ static void binary_again(void) {
     char p[128];
     snprintf(p, sizeof p, "%s/rt_hf.parquet", dir);
     size_t n = 0, n0 = 0;
-    unsigned char *data = slurp(p, &n), *orig = slurp("tests/fixtures/vision/dataset/rows_hf.parquet", &n0);
-    pq_file f = { .path = p, .data = data, .size = n };
+    char *data = NULL, *orig = NULL;
+    CHECK_OK(vc_read_file(p, &data, &n));
+    CHECK_OK(vc_read_file("tests/fixtures/vision/dataset/rows_hf.parquet", &orig, &n0));
+    pq_file f = { .path = p, .data = (const uint8_t *)data, .size = n };
     CHECK(data && orig && pq_meta_read(&f) == VC_OK);
     int found = 0;
     for (int l = 0; data && l < f.n_leaves; l++) {
