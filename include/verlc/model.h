@@ -322,6 +322,20 @@ vc_status vc_model_enable_grad_at(vc_model *m, float *area);
  * VERLC_WEIGHT_COPIES=0, or VERLC_CUDA_WEIGHT_COPIES=0 on a GPU) it does nothing. One model at a time. Returns
  * the GEMM operands served since on (0 when on). */
 int64_t vc_model_weight_copies(vc_model *m, int on);
+/* Quantization-aware training (verl's fsdp_config.qat, mode w4a16: NVFP4 weights, 16-bit activations): between
+ * vc_model_weight_copies(m, 1) and (m, 0) the model's nn.Linear weights (decoder projections, routers, each routed
+ * expert's, an untied LM head) hold their fake-quantized values, the full-precision ones kept on the host and put
+ * back at (m, 0); a module whose path an ignore pattern matches, or whose input width is not a multiple of
+ * group_size, is left as it is (src/model/qat.c). spec NULL: off. Refused with LoRA adapters, a vision tower, a
+ * tied LM head it would quantize, a bad regular expression. */
+typedef struct {
+    int group_size;            /* 16: NVFP4's */
+    const char *const *ignore; /* verl's ignore_patterns: a substring of the module path, or "re:" + a regular
+                                * expression matched at the path's start (Python's re.match) */
+    int n_ignore;
+} vc_qat_spec;
+vc_status vc_model_qat(vc_model *m, const vc_qat_spec *spec);
+int vc_model_qat_modules(const vc_model *m); /* the modules quantized (0: none, or off) */
 /* the device memory vc_model_weight_copies(m, 1) takes (bf16 copies of the matrices; 0 where it makes none) */
 size_t vc_model_weight_copies_bytes(const vc_model *m);
 

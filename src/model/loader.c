@@ -970,6 +970,7 @@ void vc_model_free(vc_model *m) {
         m->be->free(m->grad_storage);
     }
     vc_lora_free(m->lora, m->be);
+    vc_qat_free(m->qat);
     vc_vision_free(m->vision);
     free(m->dir);
     free(m->config_text);

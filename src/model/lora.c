@@ -67,6 +67,16 @@ static const struct { const char *name; int slot; } MEGATRON_NAMES[] = {
 static const int PARAMS[] = { VC_W_EXP_GATE, VC_W_EXP_DOWN, VC_W_ROUTER }; /* their paths: vc_arch_param_path */
 #define N_PARAMS (sizeof PARAMS / sizeof PARAMS[0])
 
+int vc_lora_linear_slots(int *slots, int cap) {
+    int n = 0;
+    for (size_t i = 0; i < N_TARGETS; i++) {
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++) seen = slots[k] == TARGETS[i].slot;
+        if (!seen && n < cap) slots[n++] = TARGETS[i].slot;
+    }
+    return n;
+}
+
 static int is_expert_slot(int slot) { return slot == VC_W_EXP_GATE || slot == VC_W_EXP_DOWN; }
 
 static const char *target_name(int slot) {

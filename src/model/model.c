@@ -307,7 +307,15 @@ static int copies_fit(const vc_model *m) {
 
 size_t vc_model_weight_copies_bytes(const vc_model *m) { return copies_fit(m) ? matrix_bytes(m) : 0; }
 
+static int64_t copies(vc_model *m, int on);
 int64_t vc_model_weight_copies(vc_model *m, int on) {
+    if (on) vc_qat_hold(m, 1); /* (the copies round the quantized weights) */
+    int64_t hits = copies(m, on);
+    if (!on) vc_qat_hold(m, 0);
+    return hits;
+}
+
+static int64_t copies(vc_model *m, int on) {
     int where = on ? copies_fit(m) : copies_backend(m);
     if (!where) return 0;
     if (!on) { /* (the CPU's drop: nothing to do where none were made) */

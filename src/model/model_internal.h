@@ -132,6 +132,14 @@ int vc_lora_peft_path(const vc_model *m, char *buf, size_t cap);
 /* the module path PEFT matches and names adapters by: the checkpoint's own, or for a part of a fused tensor
  * the Llama-style path of the part (lora.c; lora_io.c writes fused tensors' adapters under the fused name) */
 void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap);
+/* the slots of the dense projections LoRA's all-linear reaches (nn.Linear modules in transformers 5), each once, into
+ * slots (at most cap); returns how many */
+int vc_lora_linear_slots(int *slots, int cap);
+struct vc_qat;
+/* QAT (src/model/qat.c): on 1 the quantized weights in place of the full-precision ones (kept on the host), on 0 those
+ * back; nested holds count. Nothing without vc_model_qat */
+void vc_qat_hold(vc_model *m, int on);
+void vc_qat_free(struct vc_qat *q);
 
 struct vc_model {
     vc_model_config cfg;
@@ -156,6 +164,7 @@ struct vc_model {
     vc_lora *lora;       /* NULL: none; else the base weights are frozen (no gradient storage) */
     struct vc_vision *vision; /* the image-text checkpoint's vision tower once loaded (vc_model_load_vision), else NULL */
     int head_detach;     /* the LM head's weights read without a gradient into them (vc_model_mtp_logprobs) */
+    struct vc_qat *qat;  /* quantization-aware training (vc_model_qat; src/model/qat.c), else NULL */
 };
 
 /* xIELU's beta and eps (Apertus): the values transformers' kernel takes; a checkpoint's buffers must hold them */

@@ -1,0 +1,329 @@
+/* Quantization-aware training as verl's FSDP engine does it (fsdp_config.qat, mode w4a16; verl/utils/qat): every
+ * nn.Linear of the decoder whose module path no ignore pattern matches and whose input width the group size divides
+ * computes with its weight fake-quantized to NVFP4 (verl's QATLinear over its Triton kernel), the gradient passing
+ * straight through to the full-precision weight the optimiser updates. q_proj / k_proj / v_proj and gate_proj /
+ * up_proj under one module share one global scale (verl's fusion siblings), as a fused module (W_pack, qkv_proj,
+ * gate_up_proj) does. Routed experts count as transformers 4 builds them, one nn.Linear per expert and projection
+ * (gate and up siblings per expert), as verl's QAT recipe runs them; the router is a linear like any other (verl's
+ * default ignore pattern re:.*mlp.gate$ leaves it out). GPT-2's Conv1D modules are not nn.Linear and stay as they are.
+ *
+ * The model reads the quantized weights between vc_model_weight_copies(m, 1) and (m, 0): the actor's micro-batches
+ * of a step (forward and backward), its log-prob passes and its rollout (verl hands vLLM the same NVFP4 weights), so
+ * rollout and training compute with one set of weights. Each time the full-precision weights are kept on the host and
+ * put back after, before the optimiser step. */
+#include "model/qat.h"
+#include "model_internal.h"
+#include "tensor/backend.h"
+#include "verlc/dtype.h"
+#include "verlc/pool.h"
+#include <math.h>
+#include <oniguruma.h>
+#include <stdlib.h>
+#include <string.h>
+
+float vc_qat_e4m3(float v) {
+    if (!(v > 0)) return 0;
+    int e;
+    frexpf(v, &e);                  /* v = f 2^e, f in [0.5, 1): the binade's exponent e - 1 */
+    int ex = e - 1 < -6 ? -6 : e - 1; /* (subnormals: steps of 2^-9) */
+    float step = ldexpf(1, ex - 3);
+    return rintf(v / step) * step; /* (the default rounding: to nearest even) */
+}
+
+/* |a| on FP4 E2M1's grid, ties to the even code, as verl's kernel compares */
+static float fp4(float a) {
+    return a <= 0.25f ? 0 : a < 0.75f ? 0.5f : a <= 1.25f ? 1 : a < 1.75f ? 1.5f : a <= 2.5f ? 2 : a < 3.5f ? 3 : a <= 5 ? 4 : 6;
+}
+
+static float rd(float x, int bf16) { return bf16 ? vc_bf16_to_f32(vc_f32_to_bf16(x)) : x; }
+
+void vc_qat_fake_quant(const float *x, float *y, int64_t rows, int64_t cols, int group, float amax, int bf16) {
+    float gs = amax / (6.0f * 448.0f), safe = gs > 0 ? gs : 1e-12f, den = 6.0f * safe;
+    float v[256];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c0 = 0; c0 < cols; c0 += group) {
+            const float *xs = x + r * cols + c0;
+            float *ys = y + r * cols + c0;
+            float bm = 0;
+            for (int k = 0; k < group; k++) v[k] = rd(xs[k], bf16), bm = fmaxf(bm, fabsf(v[k]));
+            float s = vc_qat_e4m3(fminf(bm / den, 448.0f)) * gs;
+            if (!(s >= 1e-5f)) s = 1;
+            for (int k = 0; k < group; k++) {
+                float q = fp4(fabsf(v[k]) / s) * s;
+                ys[k] = rd(v[k] >= 0 ? q : -q, bf16);
+            }
+        }
+}
+
+/* one module's rows: parameter tensor t's rows [row0, row0 + rows) */
+typedef struct {
+    vc_tensor *t;
+    int64_t row0, rows, cols;
+    int group;          /* the global scale's group (a module and its fusion siblings) */
+    char name[160];     /* its module path */
+    size_t at;          /* where its full-precision values sit in the host copy */
+} qat_part;
+
+struct vc_qat {
+    qat_part *p;
+    int n, cap, n_groups, gsize, depth;
+    float *keep;        /* the full-precision values while the quantized ones are in place */
+    float *buf;         /* the quantized values on their way to backend memory (NULL: the backend's is the host's) */
+    float *amax;        /* per group */
+    int64_t *first;     /* part i's first task of 64 rows */
+    size_t floats;
+};
+
+static vc_status add_part(struct vc_qat *q, vc_tensor *t, int64_t row0, int64_t rows, const char *name) {
+    if (q->n == q->cap) {
+        int cap = q->cap ? 2 * q->cap : 64;
+        qat_part *p = realloc(q->p, sizeof *p * (size_t)cap);
+        if (!p) return vc_fail(VC_ERR_NOMEM, "QAT: no memory for the module list");
+        q->p = p, q->cap = cap;
+    }
+    qat_part *p = &q->p[q->n++];
+    memset(p, 0, sizeof *p);
+    p->t = t, p->row0 = row0, p->rows = rows, p->cols = t->shape[t->ndim - 1];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->at = q->floats;
+    q->floats += (size_t)(rows * p->cols);
+    return VC_OK;
+}
+
+/* verl's _should_quantize: "re:" + a regular expression matched at the path's start (re.match), else a substring */
+static vc_status ignored(const vc_qat_spec *s, const char *name, int *out) {
+    *out = 0;
+    for (int i = 0; i < s->n_ignore && !*out; i++) {
+        const char *pat = s->ignore[i];
+        if (strncmp(pat, "re:", 3)) {
+            *out = strstr(name, pat) != NULL;
+            continue;
+        }
+        OnigRegex re;
+        OnigErrorInfo ei;
+        int r = onig_new(&re, (const UChar *)pat + 3, (const UChar *)pat + strlen(pat), ONIG_OPTION_NONE,
+                         ONIG_ENCODING_UTF8, ONIG_SYNTAX_PYTHON, &ei);
+        if (r != ONIG_NORMAL) {
+            UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+            onig_error_code_to_str(msg, r, &ei);
+            return vc_fail(VC_ERR_ARG, "qat.ignore_patterns: '%s' is not a regular expression: %s", pat, (const char *)msg);
+        }
+        const UChar *a = (const UChar *)name, *e = a + strlen(name);
+        *out = onig_match(re, a, e, a, NULL, ONIG_OPTION_NONE) >= 0;
+        onig_free(re);
+    }
+    return VC_OK;
+}
+
+/* layer l's module of slot as the checkpoint names it (a fused module's name for each of its parts: W_pack,
+ * qkv_proj, gate_up_proj), else as LoRA's module names go; 0 when GPT-2's Conv1D (not an nn.Linear) holds it */
+static int module_path(const vc_model *m, int l, int slot, char *buf, size_t cap) {
+    for (int i = 0; i < m->n_src; i++) {
+        const vc_source *s = &m->src[i];
+        size_t n = strlen(s->name);
+        if (s->layer != l || !s->rule || !vc_rule_has_slot(s->rule, slot) || n < 8 || strcmp(s->name + n - 7, ".weight"))
+            continue;
+        if (s->rule->transform == VC_TR_CONV1D) return 0;
+        snprintf(buf, cap, "%.*s", (int)(n - 7), s->name);
+        return 1;
+    }
+    vc_lora_module_name(m, l, slot, buf, cap);
+    return 1;
+}
+
+/* expert e's module path of slot: the checkpoint's per-expert name, else transformers 4's experts.E.<proj> */
+static void expert_name(const vc_model *m, int l, int slot, int e, char *buf, size_t cap) {
+    for (int i = 0; i < m->n_src; i++) {
+        const vc_source *s = &m->src[i];
+        size_t n = strlen(s->name);
+        if (s->layer == l && s->expert == e && s->rule && s->rule->transform == VC_TR_EXPERT && s->rule->slot == slot &&
+            n > 7 && !strcmp(s->name + n - 7, ".weight")) {
+            snprintf(buf, cap, "%.*s", (int)(n - 7), s->name);
+            return;
+        }
+    }
+    char base[140];
+    vc_lora_module_name(m, l, VC_W_EXP_DOWN, base, sizeof base);
+    snprintf(buf, cap, "%s.%d.%s", base, e,
+             slot == VC_W_EXP_GATE ? "gate_proj" : slot == VC_W_EXP_UP ? "up_proj" : "down_proj");
+}
+
+/* a candidate module: kept unless ignored or its width is not a multiple of the group */
+static vc_status consider(struct vc_qat *q, const vc_qat_spec *s, vc_tensor *t, int64_t row0, int64_t rows,
+                          const char *name) {
+    int ig = 0;
+    vc_status st = ignored(s, name, &ig);
+    if (st || ig || t->shape[t->ndim - 1] % s->group_size) return st;
+    return add_part(q, t, row0, rows, name);
+}
+
+static const char *const SIBLINGS[][3] = { { "q_proj", "k_proj", "v_proj" }, { "gate_proj", "up_proj", NULL } };
+
+/* the fusion family (1 + index into SIBLINGS) of a module path and its parent's length; 0 if none */
+static int family(const char *name, size_t *parent) {
+    const char *dot = strrchr(name, '.');
+    if (!dot) return 0;
+    for (int f = 0; f < 2; f++)
+        for (int k = 0; k < 3 && SIBLINGS[f][k]; k++)
+            if (!strcmp(dot + 1, SIBLINGS[f][k])) return *parent = (size_t)(dot - name), f + 1;
+    return 0;
+}
+
+/* groups: parts of one module path share one; siblings (two or more modules of a family under one parent) too */
+static void assign_groups(struct vc_qat *q) {
+    for (int i = 0; i < q->n; i++) q->p[i].group = -1;
+    for (int i = 0; i < q->n; i++) {
+        if (q->p[i].group >= 0) continue;
+        int g = q->p[i].group = q->n_groups++;
+        size_t pl = 0, pl2 = 0;
+        int f = family(q->p[i].name, &pl);
+        for (int j = i + 1; j < q->n; j++) {
+            if (q->p[j].group >= 0) continue;
+            if (!strcmp(q->p[j].name, q->p[i].name)) q->p[j].group = g;
+            else if (f && family(q->p[j].name, &pl2) == f && pl2 == pl && !strncmp(q->p[i].name, q->p[j].name, pl))
+                q->p[j].group = g;
+        }
+    }
+}
+
+static vc_status collect(vc_model *m, const vc_qat_spec *s, struct vc_qat *q) {
+    const vc_model_config *c = &m->cfg;
+    int slots[64], n = vc_lora_linear_slots(slots, 64);
+    char name[160];
+    vc_status st = VC_OK;
+    for (int l = 0; l < c->n_layer && !st; l++) {
+        for (int k = 0; k < n && !st; k++) {
+            vc_tensor *W = vc_w(m, l, slots[k]);
+            if (W && W->ndim == 2 && module_path(m, l, slots[k], name, sizeof name))
+                st = consider(q, s, W, 0, W->shape[0], name);
+        }
+        vc_tensor *R = vc_w(m, l, VC_W_ROUTER);
+        if (!st && R && R->ndim == 2 && module_path(m, l, VC_W_ROUTER, name, sizeof name))
+            st = consider(q, s, R, 0, R->shape[0], name);
+        static const int EXP[] = { VC_W_EXP_GATE, VC_W_EXP_UP, VC_W_EXP_DOWN };
+        for (int k = 0; k < 3 && !st; k++) {
+            vc_tensor *E = vc_w(m, l, EXP[k]);
+            if (!E || E->ndim != 3) continue;
+            for (int64_t e = 0; e < E->shape[0] && !st; e++) {
+                expert_name(m, l, EXP[k], (int)e, name, sizeof name);
+                st = consider(q, s, E, e * E->shape[1], E->shape[1], name);
+            }
+        }
+    }
+    vc_tensor *H = vc_w(m, -1, VC_W_LM_HEAD);
+    if (!st && H && !c->tied) st = consider(q, s, H, 0, H->shape[0], "lm_head");
+    int ig = 0;
+    if (!st && c->tied && !(st = ignored(s, "lm_head", &ig)) && !ig && c->hidden % s->group_size == 0)
+        st = vc_fail(VC_ERR_UNSUPPORTED, "QAT: the LM head is tied to the token embedding; keep \"lm_head\" in "
+                                         "qat.ignore_patterns (verl's default)");
+    return st;
+}
+
+void vc_qat_free(struct vc_qat *q) {
+    if (!q) return;
+    free(q->p);
+    free(q->keep);
+    free(q->buf);
+    free(q->amax);
+    free(q->first);
+    free(q);
+}
+
+vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
+    if (m->qat && m->qat->depth) return vc_fail(VC_ERR_INTERNAL, "QAT: changed while the quantized weights are in use");
+    vc_qat_free(m->qat);
+    m->qat = NULL;
+    if (!s) return VC_OK;
+    if (s->group_size < 1 || s->group_size > 256)
+        return vc_fail(VC_ERR_ARG, "qat.group_size=%d: 1 to 256 (NVFP4's is 16)", s->group_size);
+    if (m->lora) return vc_fail(VC_ERR_UNSUPPORTED, "QAT with LoRA adapters is not built (verl fake-quantizes the "
+                                                    "adapters' own linears too); train without one of them");
+    if (m->vision) return vc_fail(VC_ERR_UNSUPPORTED, "QAT on an image-text model: the vision tower's linears are not "
+                                                      "fake-quantized in verlc; train without QAT");
+    struct vc_qat *q = calloc(1, sizeof *q);
+    if (!q) return vc_fail(VC_ERR_NOMEM, "QAT: no memory");
+    q->gsize = s->group_size;
+    vc_status st = collect(m, s, q);
+    if (st) {
+        vc_qat_free(q);
+        return st;
+    }
+    assign_groups(q);
+    size_t bytes = sizeof(float) * (q->floats ? q->floats : 1);
+    q->keep = malloc(bytes);
+    q->buf = m->be->host_visible ? NULL : malloc(bytes); /* (host memory: quantized straight into the parameters) */
+    q->amax = malloc(sizeof(float) * (size_t)(q->n_groups + 1));
+    q->first = malloc(sizeof(int64_t) * (size_t)(q->n + 1));
+    if (!q->keep || (!m->be->host_visible && !q->buf) || !q->amax || !q->first) {
+        vc_qat_free(q);
+        return vc_fail(VC_ERR_NOMEM, "QAT: no host memory for a copy of the quantized weights (%.1f MB)", bytes / 1e6);
+    }
+    m->qat = q;
+    return VC_OK;
+}
+
+int vc_model_qat_modules(const vc_model *m) {
+    if (!m->qat) return 0;
+    int n = 0;
+    for (int i = 0; i < m->qat->n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = !strcmp(m->qat->p[i].name, m->qat->p[j].name);
+        n += !seen;
+    }
+    return n;
+}
+
+typedef struct {
+    vc_model *m;
+    struct vc_qat *q;
+    int bf16;
+} fq_ctx;
+
+static void fq_task(void *p, int64_t task) {
+    fq_ctx *c = p;
+    struct vc_qat *q = c->q;
+    int i = 0;
+    while (q->first[i + 1] <= task) i++;
+    const qat_part *t = &q->p[i];
+    int64_t r0 = (task - q->first[i]) * 64, rows = t->rows - r0 < 64 ? t->rows - r0 : 64;
+    size_t off = t->at + (size_t)(r0 * t->cols);
+    float *y = q->buf ? q->buf + off : t->t->data + (t->row0 + r0) * t->cols;
+    vc_qat_fake_quant(q->keep + off, y, rows, t->cols, q->gsize, q->amax[t->group], c->bf16);
+}
+
+/* keeps the full-precision values, writes the quantized ones in their place */
+static void qat_on(vc_model *m, struct vc_qat *q) {
+    int bf16 = vc_matmul_precision() == VC_PREC_BF16;
+    for (int g = 0; g < q->n_groups; g++) q->amax[g] = 0;
+    q->first[0] = 0;
+    for (int i = 0; i < q->n; i++) {
+        const qat_part *p = &q->p[i];
+        float *dst = q->keep + p->at, a = q->amax[p->group];
+        m->be->d2h(dst, p->t->data + p->row0 * p->cols, sizeof(float) * (size_t)(p->rows * p->cols));
+        for (int64_t k = 0; k < p->rows * p->cols; k++) a = fmaxf(a, fabsf(rd(dst[k], bf16)));
+        q->amax[p->group] = a;
+        q->first[i + 1] = q->first[i] + (p->rows + 63) / 64;
+    }
+    fq_ctx c = { m, q, bf16 };
+    if (q->n) vc_parallel(q->first[q->n], fq_task, &c);
+    for (int i = 0; q->buf && i < q->n; i++) {
+        const qat_part *p = &q->p[i];
+        m->be->h2d(p->t->data + p->row0 * p->cols, q->buf + p->at, sizeof(float) * (size_t)(p->rows * p->cols));
+    }
+}
+
+static void qat_off(vc_model *m, struct vc_qat *q) {
+    for (int i = 0; i < q->n; i++) {
+        const qat_part *p = &q->p[i];
+        m->be->h2d(p->t->data + p->row0 * p->cols, q->keep + p->at, sizeof(float) * (size_t)(p->rows * p->cols));
+    }
+}
+
+void vc_qat_hold(vc_model *m, int on) {
+    struct vc_qat *q = m->qat;
+    if (!q) return;
+    if (on && q->depth++) return;
+    if (!on && (!q->depth || --q->depth)) return;
+    if (on) qat_on(m, q);
+    else qat_off(m, q);
+}
