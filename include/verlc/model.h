@@ -336,6 +336,7 @@ typedef struct {
 } vc_qat_spec;
 vc_status vc_model_qat(vc_model *m, const vc_qat_spec *spec);
 int vc_model_qat_modules(const vc_model *m); /* the modules quantized (0: none, or off) */
+size_t vc_model_qat_bytes(const vc_model *m); /* the host memory it holds (the full-precision copy) */
 /* the device memory vc_model_weight_copies(m, 1) takes (bf16 copies of the matrices; 0 where it makes none) */
 size_t vc_model_weight_copies_bytes(const vc_model *m);
 

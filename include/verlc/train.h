@@ -456,6 +456,11 @@ typedef struct vc_sft_config {
     int mtp_train;           /* model.mtp.enable_train (with enable): those layers trained (vc_model_load_mtp) */
     int mtp_detach;          /* model.mtp.detach_encoder: only they learn from their loss */
     double mtp_scale;        /* model.mtp.mtp_loss_scaling_factor (0.1) */
+    int qat_enable;          /* engine.qat.enable: quantization-aware training (vc_qat_setup) */
+    const char *qat_mode;    /* engine.qat.mode: w4a16 */
+    int qat_group;           /* engine.qat.group_size: 16 */
+    const char *qat_ignore;  /* engine.qat.ignore_patterns: a YAML list as written (NULL: verl's default) */
+    const char *qat_config;  /* engine.qat.quantization_config_path, or NULL */
     int threads;             /* 0: default */
     size_t max_memory;       /* 0: MemAvailable */
     int quiet;
@@ -482,6 +487,23 @@ void vc_sft_config_select(vc_sft_config *c, int n, char *const *args);
 vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value);
 /* Prints the keys with defaults and meanings. */
 void vc_sft_config_help(FILE *f);
+/* verl's QAT settings (QATEngineConfig) */
+typedef struct {
+    int enable;
+    const char *mode;         /* "w4a16" (w4a4 refused) */
+    int64_t group_size;       /* 16 */
+    char **ignore;            /* ignore_patterns (owned) */
+    int n_ignore;
+    const char *quant_config; /* quantization_config_path: checked where given, else NULL */
+} vc_qat_opts;
+/* the keys under prefix ("actor_rollout_ref.actor.fsdp_config.qat."), verl's defaults where absent */
+struct vc_config;
+vc_status vc_qat_opts_read(const struct vc_config *cfg, const char *prefix, vc_qat_opts *o);
+/* model.engine.qat.* of an SFT configuration */
+vc_status vc_sft_qat_opts(const vc_sft_config *c, vc_qat_opts *o);
+void vc_qat_opts_free(vc_qat_opts *o);
+/* o onto m (vc_model_qat) when enabled: errors name prefix's keys; zero3: refused; say: one line of what it did */
+vc_status vc_qat_setup(vc_model *m, const vc_qat_opts *o, const char *prefix, int zero3, int say);
 vc_status vc_sft_run(const vc_sft_config *c);
 
 #endif

@@ -57,6 +57,7 @@ static const struct notice_rule RULES[] = {
     { "*.strategy", "fsdp,fsdp2,megatron,veomni,mlite,verlc", 0, R_FSDP },
     { "*.*.strategy", "fsdp,fsdp2,megatron,veomni,mlite,verlc", 0, R_FSDP },
     { "**.fsdp_config.mixed_precision.**", NULL, N_ACCEPT_UNKNOWN | N_SILENT, "" }, /* honoured: the matmul precision */
+    { "actor_rollout_ref.actor.fsdp_config.qat.**", NULL, N_SILENT, "" }, /* honoured: src/train/qat_config.c */
     { "**.fsdp_config.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
     /* honoured under the megatron strategy: the matmul precision and full recomputation (checkpointing) */
     { "**.megatron.dtype", NULL, N_SILENT, "" },
@@ -194,11 +195,17 @@ static const char *scalar_text(const vc_cfg_node *v, char *buf, size_t n) {
 static const struct { const char *key, *what; } LATER_FEATURES[] = {
     { "skip.rollout_tq.enable", "rollout dumps replayed in place of generation" },
     { "skip.async_rollout.enable", "rollout dumps replayed in place of generation" },
-    { "actor_rollout_ref.actor.qat.enable", "quantization-aware training" },
-    { "actor_rollout_ref.actor.fsdp_config.qat.enable", "quantization-aware training" },
+    { "critic.fsdp.qat.enable", "quantization-aware training of the critic" },
+    { "actor_rollout_ref.actor.megatron.qat.enable", "Megatron's quantization-aware training (ModelOpt's NVFP4; "
+                                                      "the FSDP engine's actor_rollout_ref.actor.fsdp_config.qat is built)" },
 };
 
 vc_status vc_cfg_later_check(const vc_config *cfg) {
+    int on = 0; /* (verl's ActorConfig carries actor.qat, but its engines read fsdp_config.qat: QAT would not run) */
+    if (vc_config_has(cfg, "actor_rollout_ref.actor.qat.enable") &&
+        !vc_config_get_bool_or(cfg, "actor_rollout_ref.actor.qat.enable", 0, &on) && on)
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.qat.enable=true: verl's engine reads QAT from "
+                       "actor_rollout_ref.actor.fsdp_config.qat (this one turns nothing on there); set that one");
     for (size_t i = 0; i < sizeof LATER_FEATURES / sizeof LATER_FEATURES[0]; i++) {
         int on = 0;
         if (vc_config_has(cfg, LATER_FEATURES[i].key) && !vc_config_get_bool_or(cfg, LATER_FEATURES[i].key, 0, &on) && on)

@@ -262,6 +262,10 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
     return VC_OK;
 }
 
+size_t vc_model_qat_bytes(const vc_model *m) {
+    return m->qat ? sizeof(float) * m->qat->floats * (m->qat->buf ? 2 : 1) : 0;
+}
+
 int vc_model_qat_modules(const vc_model *m) {
     if (!m->qat) return 0;
     int n = 0;

@@ -192,6 +192,21 @@ static vc_status read_lora_opts(const vc_config *c, const char *prefix, const ch
     return VC_OK;
 }
 
+/* actor_rollout_ref.actor.fsdp_config.qat: the actor's linears fake-quantized to NVFP4 for its rollout, log-prob
+ * passes and updates (the reference model, loaded apart, computes in full precision, as verl's forward-only one) */
+static vc_status actor_qat(vc_rl_trainer *t, const vc_config *cfg) {
+#define QAT "actor_rollout_ref.actor.fsdp_config.qat."
+    vc_qat_opts o;
+    int64_t zero = 0;
+    vc_status st = vc_config_get_int_or(cfg, "actor_rollout_ref.actor.zero_stage", 0, &zero);
+    if (!st) st = vc_qat_opts_read(cfg, QAT, &o);
+    if (st) return st;
+    st = vc_qat_setup(t->actor, &o, QAT, zero == 3, t->verbose);
+    vc_qat_opts_free(&o);
+    return st;
+#undef QAT
+}
+
 /* actor_rollout_ref.model.lora_rank > 0: adapters on the actor (frozen base weights), from
  * lora_adapter_path when given (PEFT's adapter_model.safetensors) */
 vc_status rl_attach_actor_lora(vc_rl_trainer *t, const vc_config *c) {
@@ -969,6 +984,7 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
     mtp_train &= mtp;
     TRY(load_actor(t, cfg, mtp, mtp_train));
     TRY(rl_attach_actor_lora(t, cfg));
+    TRY(actor_qat(t, cfg));
     if (!st && t->acfg.dist.on) st = load_teachers(t, cfg);
     /* under LoRA the reference policy is the actor with its adapters off, unless a model is named */
     if (!st && t->need_ref && (!t->lora_rank || vc_config_has(cfg, "actor_rollout_ref.ref.model.path"))) {

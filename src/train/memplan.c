@@ -149,6 +149,7 @@ vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     if (s) return s;
     /* host staging of one micro-batch: src (8) + ids, targets, masks, weights, -weights (4 each) per token */
     plan->host = (size_t)(max_micro_tokens > 2 ? max_micro_tokens : 2) * 28 + 64;
+    plan->host += vc_model_qat_bytes(t->model); /* QAT: the full-precision copy of the quantized weights */
     plan->limit = max_bytes;
     if (max_micro_tokens < 2) max_micro_tokens = 2;
     if (max_seq_len < 2 || max_seq_len > max_micro_tokens) max_seq_len = max_micro_tokens;

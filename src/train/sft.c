@@ -149,6 +149,11 @@ static vc_status load_inputs(sft_run *r) {
             return vc_fail(VC_ERR_ARG, "model.lora_adapter_path=%s needs model.lora_rank > 0", c->lora_from);
         if ((st = vc_model_lora_load(r->model, c->lora_from))) return vc_fail_ctx(st, "model.lora_adapter_path");
     }
+    vc_qat_opts qo;
+    if ((st = vc_sft_qat_opts(c, &qo))) return st;
+    st = vc_qat_setup(r->model, &qo, "engine.qat.", c->sharding && !strcmp(c->sharding, "zero3"), r->rank == 0 && !c->quiet);
+    vc_qat_opts_free(&qo);
+    if (st) return st;
     const vc_model_config *mc = vc_model_cfg(r->model);
     cJSON *kw = NULL;
     if ((st = vc_sft_chat_kwargs(c, &kw))) return st;

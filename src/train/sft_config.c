@@ -31,6 +31,8 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->seed = 1;
     c->lora_alpha = 16;
     c->mtp_scale = 0.1;
+    c->qat_mode = "w4a16";
+    c->qat_group = 16;
     c->init_lr_ratio = 0.1;
     c->num_cycles = 0.5;
     c->zero_indexed_step = 1;
@@ -238,6 +240,14 @@ static const key_def KEYS[] = {
     { "model.mtp.enable_train", "mtp_enable_train", K_BOOL, F(mtp_train),
       "with model.mtp.enable: the MTP layers are trained, their loss added (MiMo, MiMo-V2-Flash, Qwen3-Next / "
       "Qwen3.5, DeepSeek-V3 / GLM-4.5 layouts)" },
+    { "engine.qat.enable", "qat_enable", K_BOOL, F(qat_enable),
+      "quantization-aware training: linears computed with NVFP4 fake-quantized weights (verl's QAT, w4a16)" },
+    { "engine.qat.mode", "qat_mode", K_STR, F(qat_mode), "QAT: w4a16 (weights only)" },
+    { "engine.qat.group_size", "qat_group_size", K_INT, F(qat_group), "QAT: weights quantized in groups of this many" },
+    { "engine.qat.ignore_patterns", "qat_ignore_patterns", K_STR, F(qat_ignore),
+      "QAT: modules left unquantized, a list of path substrings or re:REGEX (default [lm_head, embed_tokens, re:.*mlp.gate$])" },
+    { "engine.qat.quantization_config_path", "qat_quantization_config_path", K_STR, F(qat_config),
+      "QAT: vLLM's quantization config JSON (checked; verlc's rollout needs nothing from it)" },
     { "model.mtp.detach_encoder", "mtp_detach_encoder", K_BOOL, F(mtp_detach),
       "MTP training: the loss reaches the MTP layers only (not the embeddings or the decoder)" },
     { "model.mtp.mtp_loss_scaling_factor", "mtp_loss_scaling_factor", K_F64, F(mtp_scale),
@@ -392,8 +402,8 @@ static const verl_key VERL_KEYS[] = {
     { "engine.override_mcore_model_config.*", "*", "" },
     { "engine.router_replay.mode", "disabled", "is not supported by verlc sft (router replay is an RL setting)" },
     { "engine.router_replay.*", "*", "" },
-    { "engine.qat.enable", "False,false", "is not supported: QAT is not built in" },
-    { "engine.qat.*", "*", "" },
+    { "engine.qat.activation_observer", "*", "" }, /* (w4a4's, refused) */
+    { "engine.qat._target_", "*", "" },
     { "engine.grad_offload", "*", "" },
     { "engine.sequence_parallel", "*", "" },
     { "engine.use_distributed_optimizer", "*", "" }, /* trainer.sharding=zero1 is its counterpart */
@@ -518,6 +528,26 @@ static cJSON *yaml_value(const char *key, const char *text) {
     vc_config_free(y);
     free(doc);
     return j;
+}
+
+vc_status vc_sft_qat_opts(const vc_sft_config *c, vc_qat_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->enable = c->qat_enable, o->mode = c->qat_mode, o->group_size = c->qat_group, o->quant_config = c->qat_config;
+    static const char *const DEF[] = { "lm_head", "embed_tokens", "re:.*mlp.gate$" };
+    cJSON *j = c->qat_ignore ? yaml_value("engine.qat.ignore_patterns", c->qat_ignore) : NULL;
+    if (c->qat_ignore && !j) return VC_ERR_ARG;
+    int n = j ? (cJSON_IsArray(j) ? cJSON_GetArraySize(j) : cJSON_IsNull(j) ? 0 : -1) : 3;
+    vc_status st = n < 0 ? vc_fail(VC_ERR_ARG, "engine.qat.ignore_patterns=%s: a list of strings", c->qat_ignore) : VC_OK;
+    o->ignore = st ? NULL : calloc(n > 0 ? (size_t)n : 1, sizeof *o->ignore);
+    if (!st && !o->ignore) st = VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        const cJSON *v = j ? cJSON_GetArrayItem(j, i) : NULL;
+        if (j && !cJSON_IsString(v)) st = vc_fail(VC_ERR_ARG, "engine.qat.ignore_patterns[%d]: a string", i);
+        else if (!(o->ignore[o->n_ignore++] = strdup(j ? v->valuestring : DEF[i]))) st = VC_ERR_NOMEM;
+    }
+    cJSON_Delete(j);
+    if (st) vc_qat_opts_free(o);
+    return st;
 }
 
 vc_status vc_sft_chat_kwargs(const vc_sft_config *c, cJSON **out) {

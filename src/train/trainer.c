@@ -725,6 +725,8 @@ static vc_status eval_run(vc_trainer *t, const vc_minibatch *b, double *nll_sum,
     size_t g0 = 0, gn = p.n_groups;
     vc_dp_share(t, p.n_groups, &g0, &gn);
     if ((st = vc_trainer_full_weights(t, 1))) goto out_p; /* ZeRO-3: ranks may run different counts here */
+    int z3 = t->dp && t->dp->zero3;
+    if (!z3) vc_model_weight_copies(t->model, 1); /* (as a step's forward reads them: bf16 copies, QAT's weights) */
     if (gn && (st = mb_alloc(&m, b, &p))) goto out_full;
     for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
@@ -737,6 +739,7 @@ static vc_status eval_run(vc_trainer *t, const vc_minibatch *b, double *nll_sum,
     vc_graph_reset(t->g);
     if (gn) mb_free(&m);
 out_full:
+    if (!z3) vc_model_weight_copies(t->model, 0);
     if (!st) st = vc_trainer_full_weights(t, 0);
     else vc_trainer_full_weights(t, 0);
     if (!st && t->dp && seq_nll) { /* the others' sequences are zeros here: the sums are exact */

@@ -78,7 +78,11 @@ int main(void) {
     vc_config_free(c);
     CHECK(load(NULL, "trainer.v1.trainer_mode=separate_async", &c) == VC_ERR_UNSUPPORTED &&
           strstr(vc_last_error(), "separate_async"));
-    CHECK(load(NULL, "actor_rollout_ref.actor.qat.enable=true", &c) == VC_ERR_UNSUPPORTED);
+    CHECK(load(NULL, "actor_rollout_ref.actor.qat.enable=true", &c) == VC_ERR_ARG && strstr(vc_last_error(), "fsdp_config.qat"));
+    CHECK(load(NULL, "actor_rollout_ref.actor.megatron.qat.enable=true", &c) == VC_ERR_UNSUPPORTED);
+    CHECK_OK(load(NULL, "actor_rollout_ref.actor.fsdp_config.qat.enable=true|actor_rollout_ref.actor.fsdp_config.qat.group_size=32", &c));
+    CHECK(!noticed(c, "qat"));
+    vc_config_free(c);
     /* model_engine: Hydra applies the group before the keys, wherever it stands */
     CHECK_OK(load(NULL, "actor_rollout_ref.actor.optim.lr_decay_style=cosine|model_engine=megatron", &c));
     CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "megatron") &&

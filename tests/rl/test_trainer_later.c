@@ -172,6 +172,42 @@ static void test_prefix_grouper_linear(void) {
               logged("lg3", 1, "perf/prefix_shared_tokens"));
 }
 
+/* verl's QAT (actor_rollout_ref.actor.fsdp_config.qat, its recipe's keys): rollout, old log-probs and the update all
+ * read the NVFP4-quantized actor, so the rollout's log-probs and the trainer's agree as without QAT (verl hands vLLM
+ * weights quantized by another code path: up to 0.8% of their elements a code step off its training forward's,
+ * tests/fixtures/qat/<model>/qat_reference.json); the forward changes; the FFN-only pattern */
+static void test_qat(void) {
+    char qc[300], ov[1200];
+    snprintf(qc, sizeof qc, "%s/nvfp4_w4a16.json", dir);
+    const char *js = "{\"quant_method\": \"compressed-tensors\", \"format\": \"nvfp4-pack-quantized\", \"ignore\": [\"lm_head\"]}";
+    CHECK_OK(vc_write_file_atomic(qc, js, strlen(js)));
+    static const char *BASE = "algorithm.adv_estimator=grpo|actor_rollout_ref.rollout.calculate_log_probs=true|"
+                              "trainer.balance_batch=false";
+    CHECK_OK(run("noqat", 2, BASE));
+    snprintf(ov, sizeof ov, "%s|actor_rollout_ref.actor.fsdp_config.qat.enable=True|"
+                            "actor_rollout_ref.actor.fsdp_config.qat.mode=w4a16|"
+                            "actor_rollout_ref.actor.fsdp_config.qat.quantization_config_path=%s|"
+                            "actor_rollout_ref.actor.fsdp_config.qat.ignore_patterns=[\"lm_head\", \"embed_tokens\", \"re:.*mlp.gate$\"]",
+             BASE, qc);
+    CHECK_OK(run("qat", 2, ov));
+    snprintf(ov, sizeof ov, "%s|actor_rollout_ref.actor.fsdp_config.qat.enable=True|"
+                            "actor_rollout_ref.actor.fsdp_config.qat.ignore_patterns=[lm_head, embed_tokens, 're:.*self_attn.*']",
+             BASE);
+    CHECK_OK(run("qatffn", 2, ov));
+    for (int step = 1; step <= 2; step++) {
+        double d0 = logged("noqat", step, "training/rollout_probs_diff_max"), d1 = logged("qat", step, "training/rollout_probs_diff_max");
+        double d2 = logged("qatffn", step, "training/rollout_probs_diff_max");
+        CHECK_MSG(isfinite(d1) && d1 < 1e-4 && d2 < 1e-4 && d0 < 1e-4, "step %d: rollout vs trainer probabilities %g "
+                  "with QAT, %g FFN-only, %g without", step, d1, d2, d0);
+    }
+    double e0 = logged("noqat", 1, "actor/entropy"), e1 = logged("qat", 1, "actor/entropy"), e2 = logged("qatffn", 1, "actor/entropy");
+    CHECK_MSG(isfinite(e1) && e1 != e0 && e2 != e0 && e2 != e1, "entropies %.9g without, %.9g with QAT, %.9g FFN-only", e0,
+              e1, e2);
+    printf("QAT in the trainer: rollout vs trainer probabilities within %.2g (without QAT %.2g); entropy %.6f (%.6f "
+           "without)\n", logged("qat", 2, "training/rollout_probs_diff_max"), logged("noqat", 2, "training/rollout_probs_diff_max"),
+           e1, e0);
+}
+
 static void expect(const char *ov, const char *needle) {
     vc_status st = run("bad", 1, ov);
     CHECK_MSG(st && strstr(vc_last_error(), needle), "%s: %s", ov, st ? vc_last_error() : "accepted");
@@ -184,6 +220,15 @@ static void test_refusals(void) {
     expect("algorithm.adv_estimator=gdpo|+algorithm.gdpo_reward_keys=[nope]", "'nope' not found");
     expect("actor_rollout_ref.actor.policy_loss.loss_mode=dro", "dro_beta");
     expect("actor_rollout_ref.actor.loss_agg_mode=token-max", "token-max");
+    expect("actor_rollout_ref.actor.fsdp_config.qat.enable=true|actor_rollout_ref.actor.fsdp_config.qat.mode=w4a4", "w4a4");
+    expect("actor_rollout_ref.actor.fsdp_config.qat.enable=true|actor_rollout_ref.actor.fsdp_config.qat.group_size=0",
+           "group_size=0");
+    expect("actor_rollout_ref.actor.fsdp_config.qat.enable=true|"
+           "actor_rollout_ref.actor.fsdp_config.qat.quantization_config_path=/nonexistent/q.json", "/nonexistent/q.json");
+    expect("actor_rollout_ref.actor.fsdp_config.qat.enable=true|actor_rollout_ref.model.lora_rank=4", "LoRA");
+    expect("actor_rollout_ref.actor.fsdp_config.qat.enable=true|"
+           "actor_rollout_ref.actor.fsdp_config.qat.ignore_patterns=['re:(x']", "(x");
+    expect("actor_rollout_ref.actor.qat.enable=true", "fsdp_config.qat");
 }
 
 int main(void) {
@@ -204,6 +249,7 @@ int main(void) {
     test_losses();
     test_prefix_grouper();
     test_prefix_grouper_linear();
+    test_qat();
     test_refusals();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
