@@ -30,29 +30,45 @@ float vc_qat_e4m3(float v) {
     return rintf(v / step) * step; /* (the default rounding: to nearest even) */
 }
 
-/* |a| on FP4 E2M1's grid, ties to the even code, as verl's kernel compares */
-static float fp4(float a) {
-    return a <= 0.25f ? 0 : a < 0.75f ? 0.5f : a <= 1.25f ? 1 : a < 1.75f ? 1.5f : a <= 2.5f ? 2 : a < 3.5f ? 3 : a <= 5 ? 4 : 6;
+/* a >= 0 on FP4 E2M1's grid, ties to the even code, as verl's kernel compares (<= 0.25: 0, < 0.75: 0.5, <= 1.25: 1,
+ * < 1.75: 1.5, <= 2.5: 2, < 3.5: 3, <= 5: 4, else 6), without branches (the loops below vectorize) */
+static inline float fp4(float a) {
+    return 0.5f * (float)((a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f)) + (float)((a > 2.5f) + (a >= 3.5f)) +
+           2.0f * (float)(a > 5.0f);
 }
 
-static float rd(float x, int bf16) { return bf16 ? vc_bf16_to_f32(vc_f32_to_bf16(x)) : x; }
+/* x rounded to bf16 (nearest even), as vc_f32_to_bf16 for finite x */
+static inline float rd16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+
+/* one group: its scale from its largest |x|, then each value */
+static inline void group_fq(const float *xs, float *ys, int group, float gs, float den, int bf16) {
+    float v[256], bm = 0;
+    if (bf16)
+        for (int k = 0; k < group; k++) v[k] = rd16(xs[k]);
+    else
+        for (int k = 0; k < group; k++) v[k] = xs[k];
+    for (int k = 0; k < group; k++) bm = fabsf(v[k]) > bm ? fabsf(v[k]) : bm; /* (fmaxf: a libm call) */
+    float s = vc_qat_e4m3(fminf(bm / den, 448.0f)) * gs;
+    if (!(s >= 1e-5f)) s = 1;
+    for (int k = 0; k < group; k++) {
+        float q = fp4(fabsf(v[k]) / s) * s;
+        ys[k] = v[k] >= 0 ? q : -q;
+    }
+    if (bf16)
+        for (int k = 0; k < group; k++) ys[k] = rd16(ys[k]);
+}
 
 void vc_qat_fake_quant(const float *x, float *y, int64_t rows, int64_t cols, int group, float amax, int bf16) {
     float gs = amax / (6.0f * 448.0f), safe = gs > 0 ? gs : 1e-12f, den = 6.0f * safe;
-    float v[256];
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t c0 = 0; c0 < cols; c0 += group) {
-            const float *xs = x + r * cols + c0;
-            float *ys = y + r * cols + c0;
-            float bm = 0;
-            for (int k = 0; k < group; k++) v[k] = rd(xs[k], bf16), bm = fmaxf(bm, fabsf(v[k]));
-            float s = vc_qat_e4m3(fminf(bm / den, 448.0f)) * gs;
-            if (!(s >= 1e-5f)) s = 1;
-            for (int k = 0; k < group; k++) {
-                float q = fp4(fabsf(v[k]) / s) * s;
-                ys[k] = rd(v[k] >= 0 ? q : -q, bf16);
-            }
-        }
+        for (int64_t c0 = 0; c0 < cols; c0 += group) group_fq(x + r * cols + c0, y + r * cols + c0, group, gs, den, bf16);
 }
 
 /* one module's rows: parameter tensor t's rows [row0, row0 + rows) */
@@ -70,7 +86,8 @@ struct vc_qat {
     float *keep;        /* the full-precision values while the quantized ones are in place */
     float *buf;         /* the quantized values on their way to backend memory (NULL: the backend's is the host's) */
     float *amax;        /* per group */
-    int64_t *first;     /* part i's first task of 64 rows */
+    int64_t *first;     /* part i's first task of 64 rows (first[n]: all of them) */
+    float *chunk_max;   /* a task's largest |x| */
     size_t floats;
 };
 
@@ -226,6 +243,7 @@ void vc_qat_free(struct vc_qat *q) {
     free(q->buf);
     free(q->amax);
     free(q->first);
+    free(q->chunk_max);
     free(q);
 }
 
@@ -254,7 +272,12 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
     q->buf = m->be->host_visible ? NULL : malloc(bytes); /* (host memory: quantized straight into the parameters) */
     q->amax = malloc(sizeof(float) * (size_t)(q->n_groups + 1));
     q->first = malloc(sizeof(int64_t) * (size_t)(q->n + 1));
-    if (!q->keep || (!m->be->host_visible && !q->buf) || !q->amax || !q->first) {
+    if (q->first) {
+        q->first[0] = 0;
+        for (int i = 0; i < q->n; i++) q->first[i + 1] = q->first[i] + (q->p[i].rows + 63) / 64;
+    }
+    q->chunk_max = q->first ? malloc(sizeof(float) * (size_t)(q->first[q->n] + 1)) : NULL;
+    if (!q->keep || (!m->be->host_visible && !q->buf) || !q->amax || !q->first || !q->chunk_max) {
         vc_qat_free(q);
         return vc_fail(VC_ERR_NOMEM, "QAT: no host memory for a copy of the quantized weights (%.1f MB)", bytes / 1e6);
     }
@@ -278,38 +301,51 @@ int vc_model_qat_modules(const vc_model *m) {
 }
 
 typedef struct {
-    vc_model *m;
     struct vc_qat *q;
-    int bf16;
+    int bf16, pass; /* pass 0: each chunk's largest |x| into part_max; 1: the quantized values */
 } fq_ctx;
 
 static void fq_task(void *p, int64_t task) {
     fq_ctx *c = p;
     struct vc_qat *q = c->q;
-    int i = 0;
-    while (q->first[i + 1] <= task) i++;
-    const qat_part *t = &q->p[i];
-    int64_t r0 = (task - q->first[i]) * 64, rows = t->rows - r0 < 64 ? t->rows - r0 : 64;
+    int lo = 0, hi = q->n - 1; /* the part holding this chunk: first[i] <= task < first[i + 1] */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (q->first[mid] <= task) lo = mid;
+        else hi = mid - 1;
+    }
+    const qat_part *t = &q->p[lo];
+    int64_t r0 = (task - q->first[lo]) * 64, rows = t->rows - r0 < 64 ? t->rows - r0 : 64;
     size_t off = t->at + (size_t)(r0 * t->cols);
+    const float *x = q->keep + off;
+    if (c->pass == 0) {
+        float a = 0;
+        if (c->bf16)
+            for (int64_t k = 0; k < rows * t->cols; k++) a = fabsf(rd16(x[k])) > a ? fabsf(rd16(x[k])) : a;
+        else
+            for (int64_t k = 0; k < rows * t->cols; k++) a = fabsf(x[k]) > a ? fabsf(x[k]) : a;
+        q->chunk_max[task] = a;
+        return;
+    }
     float *y = q->buf ? q->buf + off : t->t->data + (t->row0 + r0) * t->cols;
-    vc_qat_fake_quant(q->keep + off, y, rows, t->cols, q->gsize, q->amax[t->group], c->bf16);
+    vc_qat_fake_quant(x, y, rows, t->cols, q->gsize, q->amax[t->group], c->bf16);
 }
 
 /* keeps the full-precision values, writes the quantized ones in their place */
 static void qat_on(vc_model *m, struct vc_qat *q) {
-    int bf16 = vc_matmul_precision() == VC_PREC_BF16;
-    for (int g = 0; g < q->n_groups; g++) q->amax[g] = 0;
-    q->first[0] = 0;
+    fq_ctx c = { q, vc_matmul_precision() == VC_PREC_BF16, 0 };
     for (int i = 0; i < q->n; i++) {
         const qat_part *p = &q->p[i];
-        float *dst = q->keep + p->at, a = q->amax[p->group];
-        m->be->d2h(dst, p->t->data + p->row0 * p->cols, sizeof(float) * (size_t)(p->rows * p->cols));
-        for (int64_t k = 0; k < p->rows * p->cols; k++) a = fmaxf(a, fabsf(rd(dst[k], bf16)));
-        q->amax[p->group] = a;
-        q->first[i + 1] = q->first[i] + (p->rows + 63) / 64;
+        m->be->d2h(q->keep + p->at, p->t->data + p->row0 * p->cols, sizeof(float) * (size_t)(p->rows * p->cols));
     }
-    fq_ctx c = { m, q, bf16 };
-    if (q->n) vc_parallel(q->first[q->n], fq_task, &c);
+    if (!q->n) return;
+    vc_parallel(q->first[q->n], fq_task, &c);
+    for (int g = 0; g < q->n_groups; g++) q->amax[g] = 0;
+    for (int i = 0; i < q->n; i++)
+        for (int64_t k = q->first[i]; k < q->first[i + 1]; k++)
+            q->amax[q->p[i].group] = fmaxf(q->amax[q->p[i].group], q->chunk_max[k]);
+    c.pass = 1;
+    vc_parallel(q->first[q->n], fq_task, &c);
     for (int i = 0; q->buf && i < q->n; i++) {
         const qat_part *p = &q->p[i];
         m->be->h2d(p->t->data + p->row0 * p->cols, q->buf + p->at, sizeof(float) * (size_t)(p->rows * p->cols));
