@@ -207,10 +207,12 @@ int main(void) {
     moe_setup(); /* routing, grouping and the grouped expert GEMMs in rollout and training */
     char moe[512];
     /* with shared prompts (use_prefix_grouper, one micro-batch by token budget): the prefix attention and its
-     * key gathers on the device */
+     * key gathers on the device; with QAT (fsdp_config.qat: the linears, experts' too, quantized on the host and
+     * uploaded for the rollout, the log-prob pass and the update, the full-precision weights uploaded back) */
     snprintf(moe, sizeof moe, "actor_rollout_ref.model.path=%s/moe algorithm.adv_estimator=grpo "
                               "actor_rollout_ref.actor.use_kl_loss=False trainer.total_training_steps=1 "
-                              "actor_rollout_ref.actor.use_dynamic_bsz=true actor_rollout_ref.actor.use_prefix_grouper=true",
+                              "actor_rollout_ref.actor.use_dynamic_bsz=true actor_rollout_ref.actor.use_prefix_grouper=true "
+                              "actor_rollout_ref.actor.fsdp_config.qat.enable=True",
              dir);
     rl_pair("grpo_moe", moe);
     hybrid_setup();
