@@ -13,13 +13,13 @@
 typedef struct bench_args {
     const char *config;
     int64_t tokens;
-    int seqs, iters, threads;
+    int seqs, iters, threads, qat;
     const char *device, *precision, *optimizer;
     bench_peer peer;
 } bench_args;
 
 static int parse(int argc, char **argv, bench_args *a, const char *name) {
-    *a = (bench_args){ NULL, 2048, 1, 3, 0, "auto", "fp32", "adamw", { 0, NULL } };
+    *a = (bench_args){ NULL, 2048, 1, 3, 0, 0, "auto", "fp32", "adamw", { 0, NULL } };
     for (int i = 1; i < argc; i++) {
         if (bench_peer_arg(argc, argv, &i, &a->peer)) continue;
         if (!strcmp(argv[i], "--config") && i + 1 < argc) a->config = argv[++i];
@@ -30,16 +30,18 @@ static int parse(int argc, char **argv, bench_args *a, const char *name) {
         else if (!strcmp(argv[i], "--device") && i + 1 < argc) a->device = argv[++i];
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) a->precision = argv[++i];
         else if (!strcmp(argv[i], "--optimizer") && i + 1 < argc) a->optimizer = argv[++i];
+        else if (!strcmp(argv[i], "--qat")) a->qat = 1;
         else a->config = NULL, i = argc;
     }
     if (!a->config || a->tokens < 2 || a->seqs < 1 || a->seqs > a->tokens / 2 || a->iters < 1 ||
         (strcmp(a->optimizer, "adamw") && strcmp(a->optimizer, "muon"))) {
         fprintf(stderr, "usage: verlc bench %s --config CONFIG.json [--tokens 2048] [--seqs 1] [--iters 3] [--threads N]\n"
-                        "       [--device auto|cpu|cuda|cuda:N] [--precision fp32|bf16] [--optimizer adamw|muon] "
+                        "       [--device auto|cpu|cuda|cuda:N] [--precision fp32|bf16] [--optimizer adamw|muon] [--qat] "
                         BENCH_PEER_USAGE "\n"
                         "Random weights; --seqs packs the tokens as that many equal sequences. --optimizer muon: "
                         "Megatron-core's Muon\n(its defaults: bf16 Newton-Schulz) on the matrices, its step timed "
-                        "apart.\n", name);
+                        "apart. --qat: verl's QAT (w4a16,\nits default ignore patterns), its quantize-and-restore pass "
+                        "timed apart.\n", name);
         return 2;
     }
     vc_train_device d = { .device = a->device, .param_dtype = a->precision, .device_key = "--device",
@@ -104,6 +106,9 @@ int vc_bench_train(int argc, char **argv) {
         tc.adamw.muon.on = 1;
         tc.decay_matrices_only = 1; /* Megatron's: no decay on norms and biases */
     }
+    static const char *const IGNORE[] = { "lm_head", "embed_tokens", "re:.*mlp.gate$" }; /* (verl's default) */
+    vc_qat_spec qs = { 16, IGNORE, 3 };
+    if (!rc && a.qat) rc = vc_model_qat(m, &qs) != VC_OK;
     if (!rc) rc = vc_trainer_init(&t, m, &tc) != VC_OK;
     vc_minibatch b = { a.seqs, cu, ids, NULL };
     vc_step_stats s;
@@ -125,6 +130,15 @@ int vc_bench_train(int argc, char **argv) {
         report(what, model_flops(m, cu, a.seqs, 1), best, a.tokens, &a.peer);
         printf("  optimizer step (%s): %.3f s, %.1f%% of the training step\n", vc_adamw_name(&t.opt), ot,
                100.0 * ot / best);
+        if (a.qat) { /* the pass a step's micro-batches are wrapped in, once more */
+            double q0 = vc_now();
+            vc_model_weight_copies(m, 1);
+            vc_model_weight_copies(m, 0);
+            rc = vc_be()->sync() != VC_OK;
+            double qt = vc_now() - q0;
+            printf("  QAT: %d modules fake-quantized and restored in %.3f s, %.1f%% of the training step\n",
+                   vc_model_qat_modules(m), qt, 100.0 * qt / best);
+        }
         double nf = vc_adamw_muon_flops(&t.opt);
         if (nf > 0)
             printf("  Newton-Schulz: %.3g TFLOP per step, %.1f GFLOP/s over the optimizer step\n", nf / 1e12,
