@@ -85,6 +85,7 @@ struct vc_qat {
     int n, cap, n_groups, gsize, depth;
     float *keep;        /* the full-precision values while the quantized ones are in place */
     float *buf;         /* the quantized values on their way to backend memory (NULL: the backend's is the host's) */
+    size_t buf_floats;  /* its size: the largest part, or 64 Mi floats where they fit */
     float *amax;        /* per group */
     int64_t *first;     /* part i's first task of 64 rows (first[n]: all of them) */
     float *chunk_max;   /* a task's largest |x| */
@@ -269,7 +270,14 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
     assign_groups(q);
     size_t bytes = sizeof(float) * (q->floats ? q->floats : 1);
     q->keep = malloc(bytes);
-    q->buf = m->be->host_visible ? NULL : malloc(bytes); /* (host memory: quantized straight into the parameters) */
+    for (int i = 0; i < q->n; i++) { /* the staging buffer of a device backend */
+        size_t f = (size_t)(q->p[i].rows * q->p[i].cols);
+        q->buf_floats = f > q->buf_floats ? f : q->buf_floats;
+    }
+    const char *env = getenv("VERLC_QAT_STAGING_FLOATS"); /* (tests: a smaller floor, down to the largest part) */
+    size_t floor = env && atoll(env) > 0 ? (size_t)atoll(env) : (size_t)64 << 20;
+    if (q->buf_floats < floor) q->buf_floats = q->floats < floor ? q->floats : floor;
+    q->buf = m->be->host_visible ? NULL : malloc(sizeof(float) * (q->buf_floats ? q->buf_floats : 1));
     q->amax = malloc(sizeof(float) * (size_t)(q->n_groups + 1));
     q->first = malloc(sizeof(int64_t) * (size_t)(q->n + 1));
     if (q->first) {
@@ -286,7 +294,7 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
 }
 
 size_t vc_model_qat_bytes(const vc_model *m) {
-    return m->qat ? sizeof(float) * m->qat->floats * (m->qat->buf ? 2 : 1) : 0;
+    return m->qat ? sizeof(float) * (m->qat->floats + (m->qat->buf ? m->qat->buf_floats : 0)) : 0;
 }
 
 int vc_model_qat_modules(const vc_model *m) {
@@ -302,12 +310,15 @@ int vc_model_qat_modules(const vc_model *m) {
 
 typedef struct {
     struct vc_qat *q;
-    int bf16, pass; /* pass 0: each chunk's largest |x| into part_max; 1: the quantized values */
+    int bf16, pass; /* pass 0: each chunk's largest |x| into chunk_max; 1: the quantized values */
+    int64_t task0;  /* the first task of this run */
+    size_t at0;     /* pass 1 with a staging buffer: where it starts in the host copy */
 } fq_ctx;
 
 static void fq_task(void *p, int64_t task) {
     fq_ctx *c = p;
     struct vc_qat *q = c->q;
+    task += c->task0;
     int lo = 0, hi = q->n - 1; /* the part holding this chunk: first[i] <= task < first[i + 1] */
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
@@ -327,13 +338,13 @@ static void fq_task(void *p, int64_t task) {
         q->chunk_max[task] = a;
         return;
     }
-    float *y = q->buf ? q->buf + off : t->t->data + (t->row0 + r0) * t->cols;
+    float *y = q->buf ? q->buf + (off - c->at0) : t->t->data + (t->row0 + r0) * t->cols;
     vc_qat_fake_quant(x, y, rows, t->cols, q->gsize, q->amax[t->group], c->bf16);
 }
 
 /* keeps the full-precision values, writes the quantized ones in their place */
 static void qat_on(vc_model *m, struct vc_qat *q) {
-    fq_ctx c = { q, vc_matmul_precision() == VC_PREC_BF16, 0 };
+    fq_ctx c = { q, vc_matmul_precision() == VC_PREC_BF16, 0, 0, 0 };
     for (int i = 0; i < q->n; i++) {
         const qat_part *p = &q->p[i];
         m->be->d2h(q->keep + p->at, p->t->data + p->row0 * p->cols, sizeof(float) * (size_t)(p->rows * p->cols));
@@ -345,10 +356,19 @@ static void qat_on(vc_model *m, struct vc_qat *q) {
         for (int64_t k = q->first[i]; k < q->first[i + 1]; k++)
             q->amax[q->p[i].group] = fmaxf(q->amax[q->p[i].group], q->chunk_max[k]);
     c.pass = 1;
-    vc_parallel(q->first[q->n], fq_task, &c);
-    for (int i = 0; q->buf && i < q->n; i++) {
-        const qat_part *p = &q->p[i];
-        m->be->h2d(p->t->data + p->row0 * p->cols, q->buf + p->at, sizeof(float) * (size_t)(p->rows * p->cols));
+    if (!q->buf) { /* (host memory: straight into the parameters) */
+        vc_parallel(q->first[q->n], fq_task, &c);
+        return;
+    }
+    for (int i0 = 0, i1; i0 < q->n; i0 = i1) { /* runs of parts the staging buffer holds, each then uploaded */
+        for (i1 = i0 + 1; i1 < q->n && q->p[i1].at + (size_t)(q->p[i1].rows * q->p[i1].cols) - q->p[i0].at <= q->buf_floats;)
+            i1++;
+        c.task0 = q->first[i0], c.at0 = q->p[i0].at;
+        vc_parallel(q->first[i1] - q->first[i0], fq_task, &c);
+        for (int i = i0; i < i1; i++) {
+            const qat_part *p = &q->p[i];
+            m->be->h2d(p->t->data + p->row0 * p->cols, q->buf + (p->at - c.at0), sizeof(float) * (size_t)(p->rows * p->cols));
+        }
     }
 }
 
