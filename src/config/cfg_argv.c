@@ -36,6 +36,45 @@ static vc_status hydra_file(const char *dir, const char *name, char **out, int *
     return vc_fail(VC_ERR_IO, "--config-name %s: no such file in %s", name, dir ? dir : "(no --config-path)");
 }
 
+/* `-m MODULE` (verl's `python3 -m MODULE` kept on the command line): the trainers verlc runs, and the module's
+ * directory, against which Hydra resolves a relative --config-path; *dflt_path / *dflt_name: its @hydra.main()
+ * defaults (NULL: verl's built-in ppo_trainer). The module file is read as Python finds it from the current
+ * directory. */
+static vc_status module_defaults(const char *mod, char **dir, char **dflt_path, char **dflt_name) {
+    *dir = *dflt_path = *dflt_name = NULL;
+    if (!strcmp(mod, "verl.trainer.main_ppo")) return (*dir = strdup("verl/trainer")) ? VC_OK : VC_ERR_NOMEM;
+    if (strcmp(mod, "recipe.dapo.main_dapo"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "-m %s: that module runs a trainer of its own (Python); verlc train runs "
+                       "verl.trainer.main_ppo's and recipe.dapo.main_dapo's", mod);
+    size_t n = strlen(mod);
+    char *file = malloc(n + 4), *text = NULL;
+    if (!file) return VC_ERR_NOMEM;
+    for (size_t i = 0; i <= n; i++) file[i] = mod[i] == '.' ? '/' : mod[i];
+    memcpy(file + n, ".py", 4);
+    size_t len = 0;
+    vc_status st = vc_read_file(file, &text, &len);
+    if (st) {
+        st = vc_fail(VC_ERR_IO, "-m %s: no %s here (run verlc from the directory python -m would run from, where the "
+                     "recipe's files are)", mod, file);
+        free(file);
+        return st;
+    }
+    *strrchr(file, '/') = 0;
+    *dir = file;
+    const char *at = strstr(text, "@hydra.main(");
+    static const char *const KEYS[2] = { "config_path=\"", "config_name=\"" };
+    char **outs[2] = { dflt_path, dflt_name };
+    for (int k = 0; at && k < 2; k++) { /* (the decorator's string arguments) */
+        const char *v = strstr(at, KEYS[k]), *close = strchr(at, ')');
+        if (!v || (close && v > close)) continue;
+        v += strlen(KEYS[k]);
+        const char *e = strchr(v, '"');
+        if (e && !(*outs[k] = strndup(v, (size_t)(e - v)))) st = VC_ERR_NOMEM;
+    }
+    free(text);
+    return st;
+}
+
 /* later verl's engine group (`model_engine=dp|megatron|veomni|...`, applied before any key, as Hydra applies
  * groups) */
 static vc_status model_engine(const char *v, int *engine) {
@@ -48,7 +87,7 @@ static vc_status model_engine(const char *v, int *engine) {
 }
 
 vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_config **out) {
-    const char *file = NULL, *cpath = NULL, *cname = NULL;
+    const char *file = NULL, *cpath = NULL, *cname = NULL, *module = NULL;
     int engine = VC_ENGINE_DP, groups = 0;
     char **ov = calloc(argc > 0 ? (size_t)argc : 1, sizeof *ov);
     int n = 0;
@@ -62,7 +101,11 @@ vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_confi
         if ((v = opt_value(argc, argv, &i, "--config", &st))) file = v;
         else if ((v = opt_value(argc, argv, &i, "--config-path", &st))) cpath = v;
         else if ((v = opt_value(argc, argv, &i, "--config-name", &st))) cname = v;
-        else if (st != VC_OK) break;
+        else if ((v = opt_value(argc, argv, &i, "-m", &st)) || (v = opt_value(argc, argv, &i, "--module", &st))) {
+            if (strchr(v, '=')) /* (Hydra's -m, --multirun, takes sweeps of key=values) */
+                st = vc_fail(VC_ERR_UNSUPPORTED, "-m %s: Hydra's multirun is not built in; run each setting apart", v);
+            module = v;
+        } else if (st != VC_OK) break;
         else if (!strcmp(argv[i], "--print-config") || !strcmp(argv[i], "--cfg=job") || !strcmp(argv[i], "--cfg"))
             { if (print_config) *print_config = 1; if (!strcmp(argv[i], "--cfg") && i + 1 < argc) i++; }
         else if (argv[i][0] == '-' && argv[i][1] == '-') st = vc_fail(VC_ERR_ARG, "unknown option '%s'", argv[i]);
@@ -78,11 +121,25 @@ vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_confi
         else ov[n++] = argv[i];
     }
     if (st == VC_OK && file && cname) st = vc_fail(VC_ERR_ARG, "give either --config or --config-name, not both");
+    char *mdir = NULL, *mpath = NULL, *mname = NULL, *rel = NULL;
+    if (st == VC_OK && module && !file) { /* Hydra: a relative config path is the module's */
+        st = module_defaults(module, &mdir, &mpath, &mname);
+        const char *p = cpath ? cpath : mpath;
+        if (!st && p && p[0] != '/') {
+            if (!(rel = vc_path_join(mdir, p))) st = VC_ERR_NOMEM;
+            cpath = rel;
+        } else if (!st && p) cpath = p;
+        if (!cname) cname = mname;
+    }
     if (st == VC_OK && !file) {
         st = hydra_file(cpath, cname, &hfile, &engine);
         file = hfile;
     }
+    free(mdir);
+    free(mpath);
+    free(mname);
     if (st == VC_OK) st = vc_config_load_ex(file, engine | groups, n, ov, out);
+    free(rel);
     free(hfile);
     free(ov);
     return st;

@@ -561,6 +561,49 @@ static void test_argv(void) {
     unlink(path);
 }
 
+/* `-m MODULE` (verl's python3 -m MODULE): recipe.dapo.main_dapo's @hydra.main defaults read from the module file as
+ * python -m finds it, a relative --config-path taken from the module's directory (Hydra's rule), verl.trainer.main_ppo
+ * on the built-in defaults; other modules (their own trainers) and Hydra's multirun refused by name */
+static void test_module(void) {
+    char root[128], p[300], cwd[512];
+    snprintf(root, sizeof root, "/tmp/vc_cfg_module_%d", (int)getpid());
+    snprintf(p, sizeof p, "mkdir -p %s/recipe/dapo/config %s/recipe/dapo/other", root, root);
+    CHECK(system(p) == 0);
+    snprintf(p, sizeof p, "%s/recipe/dapo/main_dapo.py", root);
+    const char *py = "import hydra\n\n@hydra.main(config_path=\"config\", config_name=\"dapo_trainer\", version_base=None)\n"
+                     "def main(config):\n    pass\n";
+    CHECK_OK(vc_write_file_atomic(p, py, strlen(py)));
+    const char *yml = "defaults:\n  - ppo_trainer\n  - _self_\ndata:\n  gen_batch_size: 7\n";
+    snprintf(p, sizeof p, "%s/recipe/dapo/config/dapo_trainer.yaml", root);
+    CHECK_OK(vc_write_file_atomic(p, yml, strlen(yml)));
+    snprintf(p, sizeof p, "%s/recipe/dapo/other/mine.yaml", root);
+    const char *mine = "defaults:\n  - ppo_trainer\n  - _self_\ndata:\n  gen_batch_size: 9\n";
+    CHECK_OK(vc_write_file_atomic(p, mine, strlen(mine)));
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    CHECK(chdir(root) == 0);
+    vc_config *c = NULL;
+    char *a1[] = { "-m", "recipe.dapo.main_dapo", "data.train_batch_size=3" };
+    CHECK_OK(vc_config_load_argv(3, a1, NULL, &c));
+    if (c) { CHECK(geti(c, "data.gen_batch_size") == 7); CHECK(geti(c, "data.train_batch_size") == 3); }
+    vc_config_free(c);
+    char *a2[] = { "-m", "recipe.dapo.main_dapo", "--config-path=other", "--config-name", "mine" };
+    CHECK_OK(vc_config_load_argv(5, a2, NULL, &c));
+    if (c) CHECK(geti(c, "data.gen_batch_size") == 9);
+    vc_config_free(c);
+    char *a3[] = { "--module", "verl.trainer.main_ppo", "--config-path=config", "--config-name=ppo_trainer" };
+    CHECK_OK(vc_config_load_argv(4, a3, NULL, &c));
+    vc_config_free(c);
+    char *a4[] = { "-m", "recipe.gvpo.gvpo_main_ppo" };
+    CHECK(vc_config_load_argv(2, a4, NULL, &c) == VC_ERR_UNSUPPORTED && err_has("recipe.gvpo.gvpo_main_ppo"));
+    char *a5[] = { "-m", "data.seed=1,2" };
+    CHECK(vc_config_load_argv(2, a5, NULL, &c) == VC_ERR_UNSUPPORTED && err_has("multirun"));
+    CHECK(chdir(cwd) == 0); /* (no recipe/ here) */
+    char *a6[] = { "-m", "recipe.dapo.main_dapo" };
+    CHECK(vc_config_load_argv(2, a6, NULL, &c) == VC_ERR_IO && err_has("recipe/dapo/main_dapo.py"));
+    snprintf(p, sizeof p, "rm -rf %s", root);
+    CHECK(system(p) == 0);
+}
+
 int main(void) {
     test_defaults();
     test_quickstart_ppo();
@@ -571,5 +614,6 @@ int main(void) {
     test_defaults_lists();
     test_print_config_fixpoint();
     test_argv();
+    test_module();
     return vc_test_done();
 }
