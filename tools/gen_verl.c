@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define RO "actor_rollout_ref.rollout."
 #define PARAM_DTYPE "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype"
@@ -81,9 +82,130 @@ static vc_status read_keys(const vc_config *c, gen_args *a) {
     return VC_OK;
 }
 
+/* ---- verl's older main_generation (removed from verl in January 2026; recipe/r1 still runs it): its own
+ * generation.yaml keys. Its defaults: 5 samples a prompt, temperature 1, top_k 50, top_p 0.7, prompts of 1,536 tokens,
+ * responses of 512, bf16 (vLLM's dtype) ---- */
+
+/* 1 when the command line is main_generation's (its keys: data.path, data.n_samples, model.path, rollout.*) */
+static int legacy_form(int argc, char **argv) {
+    static const char *const KEYS[] = { "data.path=", "data.n_samples=", "data.batch_size=", "model.path=", "rollout." };
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i] + strspn(argv[i], "+~");
+        for (size_t j = 0; j < sizeof KEYS / sizeof KEYS[0]; j++)
+            if (!strncmp(k, KEYS[j], strlen(KEYS[j]))) return 1;
+    }
+    return 0;
+}
+
+/* generation.yaml's keys verlc takes as they are (the engine's and the workers' settings, Ray's) */
+static int legacy_ignored(const char *k) {
+    static const char *const P[] = { "trainer.nnodes", "trainer.n_gpus_per_node", "data.batch_size", "rollout._target_",
+                                     "rollout.name", "rollout.mode", "rollout.enforce_eager", "rollout.free_cache_engine",
+                                     "rollout.load_format", "rollout.tensor_model_parallel_size",
+                                     "rollout.data_parallel_size", "rollout.max_num_batched_tokens", "rollout.max_model_len",
+                                     "rollout.log_prob_micro_batch_size", "rollout.log_prob_micro_batch_size_per_gpu",
+                                     "rollout.disable_log_stats", "rollout.enable_chunked_prefill",
+                                     "rollout.calculate_log_probs", "data.trust_remote_code", "model.trust_remote_code",
+                                     "actor.", "ray_kwargs." };
+    for (size_t j = 0; j < sizeof P / sizeof P[0]; j++) {
+        size_t n = strlen(P[j]);
+        if (!strncmp(k, P[j], n) && (P[j][n - 1] == '.' || !k[n])) return 1;
+    }
+    return 0;
+}
+
+static int legacy_bool(const char *v) { return !strcasecmp(v, "true") || !strcmp(v, "1"); }
+
+static vc_status legacy_num(const char *k, const char *v, double lo, double hi, double *out) {
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v || *end || !(d >= lo && d <= hi))
+        return vc_fail(VC_ERR_ARG, "%s=%s: a number from %g to %g", k, v, lo, hi);
+    *out = d;
+    return VC_OK;
+}
+
+static vc_status legacy_key(gen_args *a, const char *k, const char *v, double *ns, double *tk, double *temp, int *sample) {
+    double d = 0;
+    vc_status st = VC_OK;
+    if (!strcmp(k, "data.path")) a->inputs[0] = v;
+    else if (!strcmp(k, "data.prompt_key")) a->prompt_key = v;
+    else if (!strcmp(k, "data.output_path")) a->output = v;
+    else if (!strcmp(k, "data.n_samples")) st = legacy_num(k, v, 1, 1 << 20, ns);
+    else if (!strcmp(k, "model.path")) a->model = v;
+    else if (!strcmp(k, "trainer.device")) a->device = v;
+    else if (!strcmp(k, "rollout.temperature")) st = legacy_num(k, v, 0, 1e6, temp);
+    else if (!strcmp(k, "rollout.top_k")) st = legacy_num(k, v, -1, 1 << 30, tk);
+    else if (!strcmp(k, "rollout.top_p") && !(st = legacy_num(k, v, 1e-9, 1, &d))) a->top_p = (float)d;
+    else if (!strcmp(k, "rollout.prompt_length") && !(st = legacy_num(k, v, 1, 1 << 24, &d))) a->max_prompt = (int)d;
+    else if (!strcmp(k, "rollout.response_length") && !(st = legacy_num(k, v, 1, 1 << 24, &d))) a->max_new = (int)d;
+    else if (!strcmp(k, "rollout.gpu_memory_utilization") && !(st = legacy_num(k, v, 1e-6, 1, &d))) a->kv_fraction = d;
+    else if (!strcmp(k, "rollout.max_num_seqs") && !(st = legacy_num(k, v, 1, 1 << 20, &d))) a->max_batch = (int)d;
+    else if (!strcmp(k, "rollout.do_sample")) *sample = legacy_bool(v);
+    else if (!strcmp(k, "rollout.dtype")) {
+        if (!strcmp(v, "bfloat16") || !strcmp(v, "bf16")) a->precision = "bf16";
+        else if (!strcmp(v, "float32") || !strcmp(v, "fp32")) a->precision = "fp32";
+        else st = vc_fail(VC_ERR_UNSUPPORTED, "%s=%s: bfloat16 or float32", k, v);
+    } else if (!strcmp(k, "rollout.ignore_eos") && legacy_bool(v))
+        st = vc_fail(VC_ERR_UNSUPPORTED, "%s=%s: generation stops at the tokenizer's EOS", k, v);
+    else if (!strcmp(k, "rollout.n") && strcmp(v, "1"))
+        st = vc_fail(VC_ERR_ARG, "%s=%s: main_generation draws data.n_samples samples a prompt, one a pass (rollout.n 1)", k, v);
+    else if (!strcmp(k, "model.external_lib") && strcmp(v, "null"))
+        st = vc_fail(VC_ERR_UNSUPPORTED, "%s=%s: verlc imports no Python modules", k, v);
+    else if (!strcmp(k, "data.apply_chat_template_kwargs") || !strncmp(k, "data.apply_chat_template_kwargs.", 32))
+        st = vc_fail(VC_ERR_UNSUPPORTED, "%s: chat template arguments are not built into verlc generate", k);
+    else if (!strcmp(k, "rollout.ignore_eos") || !strcmp(k, "rollout.n") || !strcmp(k, "model.external_lib") ||
+             legacy_ignored(k))
+        ;
+    else st = vc_fail(VC_ERR_ARG, "%s: not a key of verl's main_generation (generation.yaml)", k);
+    return st;
+}
+
+static int legacy_args(int argc, char **argv, gen_args *a) {
+    *a = (gen_args){ .overlong = OVER_ERROR, .spec_k = -1, .top_p = 0.7f, .max_prompt = 1536, .max_new = 512,
+                     .kv_fraction = 0.5, .max_batch = 1024, .device = "auto", .precision = "bf16", .prompt_key = "prompt",
+                     .output = "/opt/tiger/math_Qwen2-7B-Instruct.parquet", .parquet = 1, .n_inputs = 1 };
+    double ns = 5, tk = 50, temp = 1.0;
+    int sample = 1;
+    vc_status st = VC_OK;
+    for (int i = 1; i < argc && !st; i++) {
+        if (!strcmp(argv[i], "--device") || !strcmp(argv[i], "--precision")) {
+            if (i + 1 >= argc) st = vc_fail(VC_ERR_ARG, "%s needs a value", argv[i]);
+            else if (argv[i][2] == 'd') a->device = argv[++i];
+            else a->precision = argv[++i];
+            continue;
+        }
+        const char *eq = strchr(argv[i], '=');
+        if (!eq || argv[i][0] == '~') {
+            st = vc_fail(VC_ERR_ARG, "'%s': main_generation takes key=value", argv[i]);
+            break;
+        }
+        char key[160];
+        const char *k0 = argv[i] + strspn(argv[i], "+");
+        snprintf(key, sizeof key, "%.*s", (int)(eq - k0), k0);
+        st = legacy_key(a, key, eq + 1, &ns, &tk, &temp, &sample);
+    }
+    if (!st && (!a->inputs[0] || !a->model))
+        st = vc_fail(VC_ERR_MISSING, "data.path and model.path are needed (main_generation's prompts and model)");
+    if (!st && sample && temp == 0.0 && ns != 1)
+        st = vc_fail(VC_ERR_ARG, "When temperature=0, n_samples must be 1. (data.n_samples=%g)", ns);
+    if (st) {
+        fprintf(stderr, "verlc generate: %s\n", vc_last_error());
+        return 0;
+    }
+    a->n = (int)ns;
+    a->greedy = !sample || temp == 0.0; /* (vLLM samples greedily at temperature 0; do_sample=False: the HF rollout's) */
+    a->temperature = (float)temp;
+    a->top_k = tk > 0 ? (int)tk : 0;
+    a->input = a->inputs[0];
+    a->tok_dir = a->model;
+    return 1;
+}
+
 int gen_verl_args(int argc, char **argv, gen_args *a) {
     char **args = NULL;
     int n_args = 0;
+    if (legacy_form(argc, argv)) return legacy_args(argc, argv, a);
     *a = (gen_args){ .overlong = OVER_ERROR, .spec_k = -1 };
     if (vc_cli_verl_args("generate", argc, argv, &args, &n_args)) return 0;
     vc_config *c = NULL;

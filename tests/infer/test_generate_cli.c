@@ -71,6 +71,48 @@ static void strings_after(const char *text, const char *key, char *out, size_t c
 
 /* verl's main_generation_server command line: its Parquet rows (every input column and `responses`) from two
  * data.train_files, greedy at temperature 0 giving the texts --greedy gives; its refusals by name */
+/* verl's older main_generation (generation.yaml's keys: data.path, data.n_samples, model.path with its tokenizer,
+ * rollout.*): do_sample=False's samples are --greedy's; data.n_samples a row; its refusals */
+static void legacy_form(void) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/both && ln -sf %s/model/* %s/tok/* %s/both/ && %s data parquet --input %s/v1.jsonl "
+             "--out %s/v1.parquet > /dev/null && %s generate data.path=%s/v1.parquet model.path=%s/both data.n_samples=1 "
+             "rollout.do_sample=False rollout.response_length=6 rollout.prompt_length=40 rollout.dtype=float32 "
+             "trainer.n_gpus_per_node=8 rollout.name=vllm data.output_path=%s/lg/l.parquet 2>/dev/null && "
+             "%s data jsonl --input %s/lg/l.parquet --out %s/l.jsonl > /dev/null",
+             tmp, tmp, tmp, tmp, bin, tmp, tmp, bin, tmp, tmp, tmp, bin, tmp, tmp);
+    CHECK(system(cmd) == 0);
+    char *o = slurp("l.jsonl"), *g = slurp("g.jsonl");
+    static char ro[4096], rg[4096];
+    strings_after(o, "\"responses\":[\"", ro, sizeof ro);
+    strings_after(g, "\"response\":\"", rg, sizeof rg);
+    /* (g.jsonl: --greedy over v1 then v2; the first two of its responses are v1's) */
+    char *cut = strstr(rg, "|");
+    if (cut && (cut = strstr(cut + 1, "|"))) cut[1] = 0;
+    CHECK_MSG(count(o, "\"responses\":[") == 2 && ro[0] && !strcmp(rg, ro), "main_generation '%s', --greedy's '%s'", ro, rg);
+    free(o);
+    free(g);
+    snprintf(cmd, sizeof cmd, "%s generate data.path=%s/v1.parquet model.path=%s/both data.n_samples=3 rollout.top_k=5 "
+             "rollout.response_length=4 rollout.prompt_length=40 rollout.dtype=float32 data.output_path=%s/l3.parquet "
+             "2>/dev/null && %s data jsonl --input %s/l3.parquet --out %s/l3.jsonl > /dev/null", bin, tmp, tmp, tmp, bin, tmp, tmp);
+    CHECK(system(cmd) == 0);
+    o = slurp("l3.jsonl");
+    CHECK(o && count(o, "\"responses\":[\"") == 2 && count(o, "\",\"") >= 4);
+    free(o);
+    const char *bad[][2] = { { "rollout.temperature=0", "When temperature=0, n_samples must be 1." },
+                             { "rollout.ignore_eos=True data.n_samples=1", "rollout.ignore_eos=True" },
+                             { "data.n_sample=2", "data.n_sample: not a key of verl's main_generation" },
+                             { "model.external_lib=my.mod", "model.external_lib=my.mod" } };
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "%s generate data.path=%s/v1.parquet model.path=%s/both data.output_path=%s/x.parquet %s "
+                 "2>%s/l.err", bin, tmp, tmp, tmp, bad[i][0], tmp);
+        CHECK(system(cmd) != 0);
+        char *err = slurp("l.err");
+        CHECK_MSG(err && strstr(err, bad[i][1]), "want '%s': %s", bad[i][1], err ? err : "");
+        free(err);
+    }
+}
+
 static void verl_form(void) {
     put("v1.jsonl", "{\"data_source\": \"a\", \"prompt\": [{\"role\": \"user\", \"content\": \"What is 2+3?\"}], "
                     "\"reward_model\": {\"ground_truth\": \"5\"}}\n"
@@ -122,6 +164,7 @@ static void verl_form(void) {
         CHECK_MSG(err && strstr(err, bad[i][1]), "want '%s': %s", bad[i][1], err ? err : "");
         free(err);
     }
+    legacy_form();
 }
 
 int main(void) {
