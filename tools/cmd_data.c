@@ -13,20 +13,23 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: verlc data gsm8k|math --input DIR --out DIR [--parquet]\n"
+                    "       verlc data gsm8k_multiturn_w_tool|gsm8k_tool_agent_loop|gsm8k_multiturn_sft --input DIR --out DIR "
+                    "[--parquet]\n"
                     "       verlc data jsonl --input F.parquet|F.jsonl --out O.jsonl\n"
                     "       verlc data parquet --input F.jsonl|F.parquet --out O.parquet\n"
                     "  gsm8k / math: GSM8K ({question, answer}; DIR/train.jsonl, DIR/train.parquet or Hugging Face's\n"
                     "  DIR/main/train-00000-of-00001.parquet) or MATH-lighteval ({problem, solution, level, type};\n"
                     "  DIR/data/train-00000-of-00001.parquet) into verl's row schema, as verl's\n"
                     "  examples/data_preprocess/gsm8k.py and math_dataset.py make them, written as DIR/train.jsonl and\n"
-                    "  test.jsonl (--parquet: train.parquet and test.parquet, as those scripts write them)\n"
+                    "  test.jsonl (--parquet: train.parquet and test.parquet, as those scripts write them); the gsm8k_*\n"
+                    "  forms as verl's scripts of those names make them (tool-calling prompts, agent loop, SFT messages)\n"
                     "  jsonl / parquet: the rows verlc reads from a Parquet or JSONL file, written as JSONL / Parquet\n");
     return 2;
 }
 
-/* GSM8K or MATH (math: 1) from their Hugging Face files or JSONL into verl's rows */
-static int cmd_dataset(int argc, char **argv, int math) {
-    const char *in = NULL, *out = NULL, *name = math ? "math" : "gsm8k";
+/* GSM8K (in verl's form `form`) or MATH (math: 1) from their Hugging Face files or JSONL into verl's rows */
+static int cmd_dataset(int argc, char **argv, int math, vc_gsm8k_form form) {
+    const char *in = NULL, *out = NULL, *name = argv[0];
     int parquet = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--parquet")) parquet = 1;
@@ -39,8 +42,8 @@ static int cmd_dataset(int argc, char **argv, int math) {
         }
     }
     if (!in || !out) return usage();
-    if (mkdir(out, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "verlc data %s: %s: %s\n", name, out, strerror(errno));
+    if (vc_mkdirs(out)) { /* (its parents too) */
+        fprintf(stderr, "verlc data %s: %s\n", name, vc_last_error());
         return 1;
     }
     const char *splits[2] = { "train", "test" };
@@ -62,7 +65,7 @@ static int cmd_dataset(int argc, char **argv, int math) {
         size_t n = 0;
         vc_status st = !src || !dst ? VC_ERR_NOMEM
                        : math       ? vc_math_convert(src, dst, splits[s], &n)
-                                    : vc_gsm8k_convert(src, dst, splits[s], &n);
+                                    : vc_gsm8k_convert_form(src, dst, splits[s], form, &n);
         if (!st) printf("%s: %zu rows -> %s\n", splits[s], n, dst);
         free(src);
         free(dst);
@@ -104,8 +107,12 @@ static int cmd_convert(int argc, char **argv, int parquet) {
 
 int vc_cmd_data(int argc, char **argv) {
     if (argc < 2) return usage();
-    if (!strcmp(argv[1], "gsm8k")) return cmd_dataset(argc - 1, argv + 1, 0);
-    if (!strcmp(argv[1], "math")) return cmd_dataset(argc - 1, argv + 1, 1);
+    static const struct { const char *name; vc_gsm8k_form form; } GSM8K[] = {
+        { "gsm8k", VC_GSM8K_RL }, { "gsm8k_multiturn_w_tool", VC_GSM8K_W_TOOL },
+        { "gsm8k_tool_agent_loop", VC_GSM8K_AGENT_LOOP }, { "gsm8k_multiturn_sft", VC_GSM8K_SFT } };
+    for (size_t i = 0; i < sizeof GSM8K / sizeof GSM8K[0]; i++)
+        if (!strcmp(argv[1], GSM8K[i].name)) return cmd_dataset(argc - 1, argv + 1, 0, GSM8K[i].form);
+    if (!strcmp(argv[1], "math")) return cmd_dataset(argc - 1, argv + 1, 1, VC_GSM8K_RL);
     if (!strcmp(argv[1], "jsonl")) return cmd_convert(argc - 1, argv + 1, 0);
     if (!strcmp(argv[1], "parquet")) return cmd_convert(argc - 1, argv + 1, 1);
     fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);

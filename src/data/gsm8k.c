@@ -28,23 +28,37 @@ int vc_gsm8k_extract_solution(const char *answer, char *out, size_t cap) {
     return 0;
 }
 
-/* verl's fields onto row, in its order: data_source, the prompt (question + " " + instruction as the user's
- * message), ability "math", the rule reward's ground truth, extra_info with split and index (returned, NULL when out
- * of memory) */
-static cJSON *verl_fields(cJSON *row, const char *source, const char *question, const char *instruction,
-                          const char *truth, const char *split, int64_t index) {
-    size_t qn = strlen(question), in = strlen(instruction);
-    char *content = row ? malloc(qn + in + 2) : NULL;
-    if (!content) return NULL;
-    memcpy(content, question, qn);
-    content[qn] = ' ';
-    memcpy(content + qn + 1, instruction, in + 1);
-    cJSON_AddStringToObject(row, "data_source", source);
+/* question + " " + instruction as a message of role onto list (0 when out of memory) */
+static int add_message(cJSON *list, const char *role, const char *question, const char *instruction) {
+    size_t qn = strlen(question), in = instruction ? strlen(instruction) : 0;
+    char *content = list ? malloc(qn + in + 2) : NULL;
+    if (!content) return 0;
+    memcpy(content, question, qn + 1);
+    if (instruction) content[qn] = ' ', memcpy(content + qn + 1, instruction, in + 1);
     cJSON *msg = cJSON_CreateObject();
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(row, "prompt"), msg);
-    cJSON_AddStringToObject(msg, "role", "user");
-    cJSON_AddStringToObject(msg, "content", content);
+    int ok = msg && cJSON_AddItemToArray(list, msg) && cJSON_AddStringToObject(msg, "role", role) &&
+             cJSON_AddStringToObject(msg, "content", content);
     free(content);
+    return ok;
+}
+
+/* gsm8k_multiturn_w_tool.py's system prompt */
+static const char TOOL_SYSTEM[] =
+    "You are a math expert. You are given a question and you need to solve it step by step. Reasoning step by step "
+    "before any tool call. You should use the `calc_gsm8k_reward` tool after step by step solving the question, before "
+    "generate final answer at least once and refine your answer if necessary. Put your final answer in the format of "
+    "`#### <answer>`.";
+
+/* verl's fields onto row, in its order: data_source (agent_name where given), the prompt (a system message where
+ * given, then question + " " + instruction as the user's), ability "math", the rule reward's ground truth, extra_info
+ * with split and index (returned, NULL when out of memory) */
+static cJSON *verl_fields_ex(cJSON *row, const char *source, const char *agent, const char *system, const char *question,
+                             const char *instruction, const char *truth, const char *split, int64_t index) {
+    if (!row || !cJSON_AddStringToObject(row, "data_source", source)) return NULL;
+    if (agent && !cJSON_AddStringToObject(row, "agent_name", agent)) return NULL;
+    cJSON *prompt = cJSON_AddArrayToObject(row, "prompt");
+    if ((system && !add_message(prompt, "system", system, NULL)) || !add_message(prompt, "user", question, instruction))
+        return NULL;
     cJSON_AddStringToObject(row, "ability", "math");
     cJSON *rm = cJSON_AddObjectToObject(row, "reward_model");
     cJSON_AddStringToObject(rm, "style", "rule");
@@ -54,12 +68,35 @@ static cJSON *verl_fields(cJSON *row, const char *source, const char *question, 
     return cJSON_AddNumberToObject(extra, "index", (double)index) ? extra : NULL;
 }
 
+static cJSON *verl_fields(cJSON *row, const char *source, const char *question, const char *instruction,
+                          const char *truth, const char *split, int64_t index) {
+    return verl_fields_ex(row, source, NULL, NULL, question, instruction, truth, split, index);
+}
+
+/* the rows of gsm8k.py, gsm8k_multiturn_w_tool.py and gsm8k_tool_agent_loop.py (their keys in verl's order), and
+ * gsm8k_multiturn_sft.py's messages */
 static cJSON *build_row(const char *question, const char *answer, const char *solution, const char *split,
-                        int64_t index) {
-    cJSON *row = cJSON_CreateObject(); /* keys in the order verl writes them */
-    cJSON *extra = verl_fields(row, "openai/gsm8k", question, VC_GSM8K_INSTRUCTION, solution, split, index);
-    if (extra) cJSON_AddStringToObject(extra, "answer", answer);
-    if (!extra || !cJSON_AddStringToObject(extra, "question", question)) {
+                        int64_t index, vc_gsm8k_form form) {
+    cJSON *row = cJSON_CreateObject();
+    if (form == VC_GSM8K_SFT) {
+        cJSON *msgs = row ? cJSON_AddArrayToObject(row, "messages") : NULL;
+        if (!add_message(msgs, "user", question, VC_GSM8K_INSTRUCTION) || !add_message(msgs, "assistant", answer, NULL)) {
+            cJSON_Delete(row);
+            return NULL;
+        }
+        return row;
+    }
+    int tool = form != VC_GSM8K_RL;
+    cJSON *extra = verl_fields_ex(row, "openai/gsm8k", form == VC_GSM8K_AGENT_LOOP ? "tool_agent" : NULL,
+                                  tool ? TOOL_SYSTEM : NULL, question,
+                                  tool ? VC_GSM8K_TOOL_INSTRUCTION : VC_GSM8K_INSTRUCTION, solution, split, index);
+    int ok = extra && cJSON_AddStringToObject(extra, "answer", answer) && cJSON_AddStringToObject(extra, "question", question);
+    if (ok && tool) { /* need_tools_kwargs, and tools_kwargs.calc_gsm8k_reward.create_kwargs.ground_truth */
+        cJSON *tk = cJSON_AddBoolToObject(extra, "need_tools_kwargs", 1) ? cJSON_AddObjectToObject(extra, "tools_kwargs") : NULL;
+        cJSON *ck = tk ? cJSON_AddObjectToObject(cJSON_AddObjectToObject(tk, "calc_gsm8k_reward"), "create_kwargs") : NULL;
+        ok = ck && cJSON_AddStringToObject(ck, "ground_truth", solution);
+    }
+    if (!ok) {
         cJSON_Delete(row);
         return NULL;
     }
@@ -67,6 +104,10 @@ static cJSON *build_row(const char *question, const char *answer, const char *so
 }
 
 vc_status vc_gsm8k_make_row(const cJSON *raw, const char *split, int64_t index, cJSON **out) {
+    return vc_gsm8k_make_row_form(raw, split, index, VC_GSM8K_RL, out);
+}
+
+vc_status vc_gsm8k_make_row_form(const cJSON *raw, const char *split, int64_t index, vc_gsm8k_form form, cJSON **out) {
     *out = NULL;
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(raw, "question");
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(raw, "answer");
@@ -76,11 +117,11 @@ vc_status vc_gsm8k_make_row(const cJSON *raw, const char *split, int64_t index, 
     char *sol = vc_malloc(cap);
     if (!sol) return VC_ERR_NOMEM;
     vc_status st = VC_OK;
-    if (!vc_gsm8k_extract_solution(a->valuestring, sol, cap)) {
+    if (form != VC_GSM8K_SFT && !vc_gsm8k_extract_solution(a->valuestring, sol, cap)) { /* (the SFT rows need none) */
         st = vc_fail(VC_ERR_FORMAT, "answer has no final \"#### <number>\"");
         goto out;
     }
-    *out = build_row(q->valuestring, a->valuestring, sol, split, index);
+    *out = build_row(q->valuestring, a->valuestring, sol, split, index, form);
     if (!*out) st = vc_fail(VC_ERR_NOMEM, "out of memory building a row");
 out:
     free(sol);
@@ -128,9 +169,12 @@ static int sbuf_put(sbuf *b, const char *s, size_t n) {
     return 1;
 }
 
-/* rows of in_path through make into out_path (JSONL, or Parquet by its name) */
-static vc_status convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows,
-                         vc_status (*make)(const cJSON *, const char *, int64_t, cJSON **)) {
+/* rows of in_path through make (form: its last argument, where make_form) into out_path (JSONL, or Parquet by its
+ * name) */
+static vc_status convert_ex(const char *in_path, const char *out_path, const char *split, size_t *n_rows,
+                            vc_status (*make)(const cJSON *, const char *, int64_t, cJSON **),
+                            vc_status (*make_form)(const cJSON *, const char *, int64_t, vc_gsm8k_form, cJSON **),
+                            vc_gsm8k_form form) {
     vc_jsonl *d = NULL;
     sbuf b = { 0 };
     if (n_rows) *n_rows = 0;
@@ -144,7 +188,7 @@ static vc_status convert(const char *in_path, const char *out_path, const char *
         goto out;
     }
     for (size_t i = 0; i < d->n_rows; i++) {
-        st = make(d->rows[i], split, (int64_t)i, &rows[i]);
+        st = make ? make(d->rows[i], split, (int64_t)i, &rows[i]) : make_form(d->rows[i], split, (int64_t)i, form, &rows[i]);
         if (st) {
             vc_fail_ctx(st, "%s:%lld", in_path, (long long)d->lines[i]);
             goto out;
@@ -169,9 +213,14 @@ out:
 }
 
 vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
-    return convert(in_path, out_path, split, n_rows, vc_gsm8k_make_row);
+    return convert_ex(in_path, out_path, split, n_rows, NULL, vc_gsm8k_make_row_form, VC_GSM8K_RL);
+}
+
+vc_status vc_gsm8k_convert_form(const char *in_path, const char *out_path, const char *split, vc_gsm8k_form form,
+                                size_t *n_rows) {
+    return convert_ex(in_path, out_path, split, n_rows, NULL, vc_gsm8k_make_row_form, form);
 }
 
 vc_status vc_math_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
-    return convert(in_path, out_path, split, n_rows, vc_math_make_row);
+    return convert_ex(in_path, out_path, split, n_rows, vc_math_make_row, NULL, VC_GSM8K_RL);
 }

@@ -132,6 +132,46 @@ static void test_convert(void) {
     rmdir(dir);
 }
 
+/* rows of file a equal to file b's, their columns in the same order; how many (-1: unreadable) */
+static long same_rows(const char *a_path, const char *b_path, size_t *n_a, size_t *n_b) {
+    vc_jsonl *a = NULL, *b = NULL;
+    CHECK_OK(vc_jsonl_read(a_path, VC_JSONL_STRICT, &a));
+    CHECK_OK(vc_jsonl_read(b_path, VC_JSONL_STRICT, &b));
+    long same = a && b ? 0 : -1;
+    for (size_t i = 0; a && b && i < a->n_rows && i < b->n_rows; i++) {
+        int eq = cJSON_Compare(a->rows[i], b->rows[i], 1);
+        const cJSON *x = a->rows[i]->child, *y = b->rows[i]->child; /* (and the columns in verl's order) */
+        for (; eq && x && y; x = x->next, y = y->next) eq = !strcmp(x->string, y->string);
+        same += eq && !x && !y;
+    }
+    *n_a = a ? a->n_rows : 0, *n_b = b ? b->n_rows : 0;
+    vc_jsonl_free(a);
+    vc_jsonl_free(b);
+    return same;
+}
+
+/* verl's gsm8k_multiturn_w_tool.py, gsm8k_tool_agent_loop.py and gsm8k_multiturn_sft.py on 4 GSM8K test rows
+ * (tests/fixtures/gsm8k_forms: their Parquet files as verl wrote them, tools/fixtures/check_gsm8k_forms.py, which also
+ * finds all 8,792 rows of GSM8K equal for every form): verlc's rows equal, in verl's column order */
+static void test_forms(void) {
+    char dir[] = "/tmp/vc_g8f_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    static const struct { const char *name; vc_gsm8k_form form; } F[] = {
+        { "gsm8k_multiturn_w_tool", VC_GSM8K_W_TOOL }, { "gsm8k_tool_agent_loop", VC_GSM8K_AGENT_LOOP },
+        { "gsm8k_multiturn_sft", VC_GSM8K_SFT } };
+    for (int i = 0; i < 3; i++) {
+        char want[256], *out = vc_path_join(dir, "o.parquet");
+        snprintf(want, sizeof want, "tests/fixtures/gsm8k_forms/%s.parquet", F[i].name);
+        size_t n = 0, na = 0, nb = 0;
+        CHECK_OK(vc_gsm8k_convert_form("tests/fixtures/gsm8k_forms/test.jsonl", out, "test", F[i].form, &n));
+        long same = same_rows(out, want, &na, &nb);
+        CHECK_MSG(n == 4 && na == 4 && nb == 4 && same == 4, "%s: %ld of %zu rows as verl's", F[i].name, same, nb);
+        unlink(out);
+        free(out);
+    }
+    rmdir(dir);
+}
+
 /* MATH-lighteval rows (tests/fixtures/math, tools/fixtures/make_math_fixture.py): the rows verl's math_dataset.py made
  * from them, column order included (nested and spaced \\boxed answers, the last one taken); the CLI from the Hugging
  * Face layout; a solution without a \\boxed answer named by file and row */
@@ -143,22 +183,10 @@ static void test_math(void) {
         char in[256], want[256], *out = vc_path_join(dir, s ? "test.parquet" : "train.parquet");
         snprintf(in, sizeof in, "tests/fixtures/math/data/%s-00000-of-00001.parquet", splits[s]);
         snprintf(want, sizeof want, "tests/fixtures/math/verl/%s.parquet", splits[s]);
-        size_t n = 0;
+        size_t n = 0, na = 0, nb = 0;
         CHECK_OK(vc_math_convert(in, out, splits[s], &n));
-        vc_jsonl *a = NULL, *b = NULL;
-        CHECK_OK(vc_jsonl_read(out, VC_JSONL_STRICT, &a));
-        CHECK_OK(vc_jsonl_read(want, VC_JSONL_STRICT, &b));
-        size_t same = 0;
-        for (size_t i = 0; a && b && i < a->n_rows && i < b->n_rows; i++) {
-            int eq = cJSON_Compare(a->rows[i], b->rows[i], 1);
-            const cJSON *x = a->rows[i]->child, *y = b->rows[i]->child; /* (and the columns in verl's order) */
-            for (; eq && x && y; x = x->next, y = y->next) eq = !strcmp(x->string, y->string);
-            same += eq && !x && !y;
-        }
-        CHECK_MSG(a && b && a->n_rows == n && b->n_rows == n && same == n && n > 0, "%s: %zu of %zu rows as verl's",
-                  splits[s], same, n);
-        vc_jsonl_free(a);
-        vc_jsonl_free(b);
+        long same = same_rows(out, want, &na, &nb);
+        CHECK_MSG(na == n && nb == n && same == (long)n && n > 0, "%s: %ld of %zu rows as verl's", splits[s], same, n);
         free(out);
     }
     char *bad = vc_path_join(dir, "bad.jsonl"), *out = vc_path_join(dir, "x.jsonl");
@@ -189,6 +217,7 @@ static void test_math(void) {
 
 int main(void) {
     test_math();
+    test_forms();
     if (!vc_test_have_shared()) return vc_test_done();
     test_extract();
     test_convert();
