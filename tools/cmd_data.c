@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: verlc data gsm8k|math --input DIR --out DIR [--parquet]\n"
+    fprintf(stderr, "usage: verlc data gsm8k|math|geo3k --input DIR --out DIR [--parquet]\n"
                     "       verlc data gsm8k_multiturn_w_tool|gsm8k_tool_agent_loop|gsm8k_multiturn_sft --input DIR --out DIR "
                     "[--parquet]\n"
                     "       verlc data jsonl --input F.parquet|F.jsonl --out O.jsonl\n"
@@ -22,12 +22,15 @@ static int usage(void) {
                     "  DIR/data/train-00000-of-00001.parquet) into verl's row schema, as verl's\n"
                     "  examples/data_preprocess/gsm8k.py and math_dataset.py make them, written as DIR/train.jsonl and\n"
                     "  test.jsonl (--parquet: train.parquet and test.parquet, as those scripts write them); the gsm8k_*\n"
-                    "  forms as verl's scripts of those names make them (tool-calling prompts, agent loop, SFT messages)\n"
+                    "  forms as verl's scripts of those names make them (tool-calling prompts, agent loop, SFT messages);\n"
+                    "  geo3k: hiyouga/geometry3k ({images, problem, answer}; DIR/data/train-00000-of-00001.parquet) as\n"
+                    "  geo3k.py makes it, the images written as Hugging Face datasets' Image feature\n"
                     "  jsonl / parquet: the rows verlc reads from a Parquet or JSONL file, written as JSONL / Parquet\n");
     return 2;
 }
 
-/* GSM8K (in verl's form `form`) or MATH (math: 1) from their Hugging Face files or JSONL into verl's rows */
+/* GSM8K (in verl's form `form`), MATH (math: 1) or Geometry3K (math: 2) from their Hugging Face files or JSONL into
+ * verl's rows */
 static int cmd_dataset(int argc, char **argv, int math, vc_gsm8k_form form) {
     const char *in = NULL, *out = NULL, *name = argv[0];
     int parquet = 0;
@@ -64,6 +67,7 @@ static int cmd_dataset(int argc, char **argv, int math, vc_gsm8k_form form) {
         char *dst = vc_path_join(out, name);
         size_t n = 0;
         vc_status st = !src || !dst ? VC_ERR_NOMEM
+                       : math == 2  ? vc_geo3k_convert(src, dst, splits[s], &n)
                        : math       ? vc_math_convert(src, dst, splits[s], &n)
                                     : vc_gsm8k_convert_form(src, dst, splits[s], form, &n);
         if (!st) printf("%s: %zu rows -> %s\n", splits[s], n, dst);
@@ -113,6 +117,7 @@ int vc_cmd_data(int argc, char **argv) {
     for (size_t i = 0; i < sizeof GSM8K / sizeof GSM8K[0]; i++)
         if (!strcmp(argv[1], GSM8K[i].name)) return cmd_dataset(argc - 1, argv + 1, 0, GSM8K[i].form);
     if (!strcmp(argv[1], "math")) return cmd_dataset(argc - 1, argv + 1, 1, VC_GSM8K_RL);
+    if (!strcmp(argv[1], "geo3k")) return cmd_dataset(argc - 1, argv + 1, 2, VC_GSM8K_RL);
     if (!strcmp(argv[1], "jsonl")) return cmd_convert(argc - 1, argv + 1, 0);
     if (!strcmp(argv[1], "parquet")) return cmd_convert(argc - 1, argv + 1, 1);
     fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);

@@ -48,6 +48,11 @@ void vc_jsonl_free(vc_jsonl *d);
  * number in another) or an object that never has a field fails naming the row and key. Strings only: binary read
  * from a Parquet file comes back as the data: URI verlc reads it as. */
 vc_status vc_parquet_write(const char *path, struct cJSON *const *rows, size_t n_rows);
+/* vc_parquet_write with Hugging Face datasets' `huggingface` metadata, as datasets' to_parquet writes it: each
+ * column's feature as datasets infers it from the Arrow type, the top-level columns named in images ({bytes, path}
+ * structs, or lists of them) as its Image feature, so that datasets.load_dataset hands them on as PIL images */
+vc_status vc_parquet_write_hf(const char *path, struct cJSON *const *rows, size_t n_rows, const char *const *images,
+                              int n_images);
 
 /* Strict JSON syntax check of one value (RFC 8259). Returns 1 when valid; otherwise 0 and writes
  * "expected ... at column N" (column in characters, 1-based) into msg. `allow_nonfinite` accepts
@@ -121,6 +126,16 @@ vc_status vc_gsm8k_convert_form(const char *in_path, const char *out_path, const
  * \boxed{} of the solution (remove_boxed(last_boxed_only_string)); VC_ERR_FORMAT where the solution has none. */
 vc_status vc_math_make_row(const struct cJSON *raw, const char *split, int64_t index, struct cJSON **out);
 vc_status vc_math_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows);
+
+/* ---- Geometry3K conversion (verl examples/data_preprocess/geo3k.py, hiyouga/geometry3k) --------------------- */
+#define VC_GEO3K_INSTRUCTION                                                                                          \
+    "You FIRST think about the reasoning process as an internal monologue and then provide the final answer. The "    \
+    "reasoning process MUST BE enclosed within <think> </think> tags. The final answer MUST BE put in \\boxed{}."
+/* One raw {"images", "problem", "answer"} object to a verl row: the images (and any other column) kept where they
+ * stand, the answer as the ground truth */
+vc_status vc_geo3k_make_row(const struct cJSON *raw, const char *split, int64_t index, struct cJSON **out);
+/* written as Parquet: the images column as Hugging Face datasets' Image feature, as geo3k.py's to_parquet writes it */
+vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows);
 
 /* ---- epoch iteration ---------------------------------------------------------------------------- */
 typedef struct vc_epoch_iter {

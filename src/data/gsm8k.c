@@ -1,4 +1,5 @@
-/* GSM8K and MATH to verl's row schema, as verl's examples/data_preprocess/gsm8k.py and math_dataset.py do it. */
+/* GSM8K, MATH and Geometry3K to verl's row schema, as verl's examples/data_preprocess/gsm8k.py (and its
+ * multi-turn, tool-agent and SFT variants), math_dataset.py and geo3k.py do it. */
 #include "verlc/data.h"
 #include "verlc/json.h"
 #include "verlc/reward.h"
@@ -169,12 +170,35 @@ static int sbuf_put(sbuf *b, const char *s, size_t n) {
     return 1;
 }
 
+/* geo3k.py's process_fn: the problem and answer taken out, the images kept where they stand, the other columns
+ * kept, then verl's fields (datasets' map keeps a returned column in its place and appends the new ones) */
+vc_status vc_geo3k_make_row(const cJSON *raw, const char *split, int64_t index, cJSON **out) {
+    *out = NULL;
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(raw, "problem");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(raw, "answer");
+    if (!cJSON_IsString(q)) return vc_fail(VC_ERR_MISSING, "missing field problem");
+    if (!cJSON_IsString(a)) return vc_fail(VC_ERR_MISSING, "missing field answer");
+    if (!cJSON_GetObjectItemCaseSensitive(raw, "images")) return vc_fail(VC_ERR_MISSING, "missing field images");
+    cJSON *row = cJSON_CreateObject();
+    for (const cJSON *c = raw->child; row && c; c = c->next)
+        if (c->string && strcmp(c->string, "problem") && strcmp(c->string, "answer"))
+            cJSON_AddItemToObject(row, c->string, cJSON_Duplicate(c, 1));
+    cJSON *extra = verl_fields(row, "hiyouga/geometry3k", q->valuestring, VC_GEO3K_INSTRUCTION, a->valuestring, split, index);
+    if (!extra || !cJSON_AddStringToObject(extra, "answer", a->valuestring) ||
+        !cJSON_AddStringToObject(extra, "question", q->valuestring)) {
+        cJSON_Delete(row);
+        return vc_fail(VC_ERR_NOMEM, "out of memory building a row");
+    }
+    *out = row;
+    return VC_OK;
+}
+
 /* rows of in_path through make (form: its last argument, where make_form) into out_path (JSONL, or Parquet by its
- * name) */
+ * name; images: a column of images written as Hugging Face datasets' Image feature, or NULL) */
 static vc_status convert_ex(const char *in_path, const char *out_path, const char *split, size_t *n_rows,
                             vc_status (*make)(const cJSON *, const char *, int64_t, cJSON **),
                             vc_status (*make_form)(const cJSON *, const char *, int64_t, vc_gsm8k_form, cJSON **),
-                            vc_gsm8k_form form) {
+                            vc_gsm8k_form form, const char *images) {
     vc_jsonl *d = NULL;
     sbuf b = { 0 };
     if (n_rows) *n_rows = 0;
@@ -202,7 +226,9 @@ static vc_status convert_ex(const char *in_path, const char *out_path, const cha
             goto out;
         }
     }
-    st = parquet ? vc_parquet_write(out_path, rows, d->n_rows) : vc_write_file_atomic(out_path, b.p ? b.p : "", b.n);
+    st = parquet && images ? vc_parquet_write_hf(out_path, rows, d->n_rows, &images, 1)
+         : parquet         ? vc_parquet_write(out_path, rows, d->n_rows)
+                           : vc_write_file_atomic(out_path, b.p ? b.p : "", b.n);
     if (!st && n_rows) *n_rows = d->n_rows;
 out:
     for (size_t i = 0; rows && i < d->n_rows; i++) cJSON_Delete(rows[i]);
@@ -213,14 +239,18 @@ out:
 }
 
 vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
-    return convert_ex(in_path, out_path, split, n_rows, NULL, vc_gsm8k_make_row_form, VC_GSM8K_RL);
+    return convert_ex(in_path, out_path, split, n_rows, NULL, vc_gsm8k_make_row_form, VC_GSM8K_RL, NULL);
 }
 
 vc_status vc_gsm8k_convert_form(const char *in_path, const char *out_path, const char *split, vc_gsm8k_form form,
                                 size_t *n_rows) {
-    return convert_ex(in_path, out_path, split, n_rows, NULL, vc_gsm8k_make_row_form, form);
+    return convert_ex(in_path, out_path, split, n_rows, NULL, vc_gsm8k_make_row_form, form, NULL);
 }
 
 vc_status vc_math_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
-    return convert_ex(in_path, out_path, split, n_rows, vc_math_make_row, NULL, VC_GSM8K_RL);
+    return convert_ex(in_path, out_path, split, n_rows, vc_math_make_row, NULL, VC_GSM8K_RL, NULL);
+}
+
+vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
+    return convert_ex(in_path, out_path, split, n_rows, vc_geo3k_make_row, NULL, VC_GSM8K_RL, "images");
 }

@@ -41,6 +41,13 @@ int pw_uint_value(const struct cJSON *j, uint64_t *out);
  * a key a row lacks reads as null, an int in a column of floats as
  * that float (ints compared by their 64 bits) */
 int pw_same(const struct cJSON *a, const struct cJSON *b);
+/* Hugging Face datasets' "huggingface" metadata for the schema under root ({"info": {"features": ...}}, each column's
+ * feature as datasets infers it from the Arrow type; the top-level columns named in images, a {bytes, path} struct or
+ * a list of them, as its Image feature), newly allocated into *out; a named column that is not such fails naming it */
+vc_status pw_hf_features(const pw_node *root, const char *const *images, int n_images, const char *path, char **out);
+/* the image columns' {bytes, path} fields that only ever held null given Image's storage types (binary, string), as
+ * datasets writes them; before pw_levels */
+void pw_hf_image_types(pw_node *root, const char *const *images, int n_images);
 /* the writer's page and row-group sizes in bytes (0: the defaults, 1 MiB and 128 MiB), for tests */
 void pw_set_limits(size_t page_bytes, size_t group_bytes);
 #endif

@@ -46,6 +46,7 @@ typedef struct pw_writer {
     int n_groups, cap_groups;
     int64_t group_rows, rows;
     vc_status err;
+    const char *hf_meta; /* Hugging Face datasets' "huggingface" key-value metadata, or NULL */
 } pw_writer;
 
 /* ---- shredding ---- */
@@ -340,6 +341,13 @@ static void footer(const pw_writer *w, const pw_node *root, pw_buf *b) {
         tw_i64(&t, 3, w->groups[g].rows);
         tw_end(&t);
     }
+    if (w->hf_meta) { /* key_value_metadata: [{key, value}] */
+        tw_list(&t, 5, TC_STRUCT, 1);
+        tw_elem_begin(&t);
+        tw_str(&t, 1, "huggingface");
+        tw_str(&t, 2, w->hf_meta);
+        tw_end(&t);
+    }
     tw_str(&t, 6, "verlc");
     pb_byte(b, TC_STOP);
 }
@@ -392,12 +400,19 @@ static vc_status write_rows(pw_writer *w, const pw_node *root, cJSON *const *row
 }
 
 vc_status vc_parquet_write(const char *path, cJSON *const *rows, size_t n_rows) {
+    return vc_parquet_write_hf(path, rows, n_rows, NULL, -1);
+}
+
+vc_status vc_parquet_write_hf(const char *path, cJSON *const *rows, size_t n_rows, const char *const *images, int n_images) {
     pw_node root = { .name = "schema", .kind = PW_STRUCT, .leaf = -1 };
     pw_writer w = { .path = path };
     vc_status st = VC_OK;
+    char *meta = NULL;
     for (size_t r = 0; !st && r < n_rows; r++) st = pw_infer(&root, rows[r], r + 1, path);
+    if (!st && n_images > 0) pw_hf_image_types(&root, images, n_images);
     int n_cols = st ? 0 : pw_levels(&root, path);
     if (!st && n_cols < 0) st = VC_ERR_FORMAT;
+    if (!st && n_images >= 0 && !(st = pw_hf_features(&root, images, n_images, path, &meta))) w.hf_meta = meta;
     if (!st && !(w.cols = calloc((size_t)n_cols + 1, sizeof *w.cols))) st = VC_ERR_NOMEM;
     w.n_cols = n_cols;
     if (!st) st = write_rows(&w, &root, rows, n_rows);
@@ -416,5 +431,6 @@ vc_status vc_parquet_write(const char *path, cJSON *const *rows, size_t n_rows) 
     pb_free(&w.file);
     for (int i = 0; i < root.n_kids; i++) pw_node_free(root.kids[i]);
     free(root.kids);
+    free(meta);
     return st;
 }

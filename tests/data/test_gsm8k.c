@@ -172,6 +172,40 @@ static void test_forms(void) {
     rmdir(dir);
 }
 
+/* Geometry3K (tests/fixtures/geo3k, tools/fixtures/make_geo3k_fixture.py): the rows verl's geo3k.py made, images kept
+ * in their column as {bytes, path}; the file written with datasets' Image feature in its `huggingface` metadata (the
+ * reader takes them as images datasets decodes to PIL); a column named as images that holds none refused */
+static void test_geo3k(void) {
+    char dir[] = "/tmp/vc_geo3k_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    static const char *splits[2] = { "train", "test" };
+    for (int s = 0; s < 2; s++) {
+        char in[256], want[256], *out = vc_path_join(dir, "o.parquet");
+        snprintf(in, sizeof in, "tests/fixtures/geo3k/hub/data/%s-00000-of-00001.parquet", splits[s]);
+        snprintf(want, sizeof want, "tests/fixtures/geo3k/verl/%s.parquet", splits[s]);
+        size_t n = 0, na = 0, nb = 0;
+        CHECK_OK(vc_geo3k_convert(in, out, splits[s], &n));
+        long same = same_rows(out, want, &na, &nb);
+        CHECK_MSG(n == (s ? 2 : 3) && na == n && nb == n && same == (long)n, "geo3k %s: %ld of %zu rows as verl's", splits[s],
+                  same, n);
+        vc_jsonl *d = NULL; /* read as verl's dataset reads it: the images as datasets' decoded PIL images */
+        CHECK_OK(vc_jsonl_read(out, VC_JSONL_STRICT | VC_JSONL_HF_IMAGES, &d));
+        const cJSON *im = d && d->n_rows ? cJSON_GetArrayItem(cJSON_GetObjectItem(d->rows[0], "images"), 0) : NULL;
+        CHECK_MSG(cJSON_IsTrue(cJSON_GetObjectItem(im, "pil")), "the images column is not datasets' Image feature");
+        vc_jsonl_free(d);
+        unlink(out);
+        free(out);
+    }
+    cJSON *row = cJSON_Parse("{\"images\": [\"a.png\"], \"x\": 1}");
+    char *bad = vc_path_join(dir, "bad.parquet");
+    static const char *const IMG[] = { "images" };
+    CHECK(vc_parquet_write_hf(bad, &row, 1, IMG, 1) == VC_ERR_FORMAT && strstr(vc_last_error(), "'images' holds no images"));
+    CHECK(access(bad, F_OK) != 0);
+    cJSON_Delete(row);
+    free(bad);
+    rmdir(dir);
+}
+
 /* MATH-lighteval rows (tests/fixtures/math, tools/fixtures/make_math_fixture.py): the rows verl's math_dataset.py made
  * from them, column order included (nested and spaced \\boxed answers, the last one taken); the CLI from the Hugging
  * Face layout; a solution without a \\boxed answer named by file and row */
@@ -218,6 +252,7 @@ static void test_math(void) {
 int main(void) {
     test_math();
     test_forms();
+    test_geo3k();
     if (!vc_test_have_shared()) return vc_test_done();
     test_extract();
     test_convert();
