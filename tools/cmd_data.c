@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: verlc data gsm8k|math|geo3k --input DIR --out DIR [--parquet]\n"
+    fprintf(stderr, "usage: verlc data gsm8k|math|geo3k|geo3k_multiturn_w_tool --input DIR --out DIR [--parquet]\n"
                     "       verlc data gsm8k_multiturn_w_tool|gsm8k_tool_agent_loop|gsm8k_multiturn_sft --input DIR --out DIR "
                     "[--parquet]\n"
                     "       verlc data jsonl --input F.parquet|F.jsonl --out O.jsonl\n"
@@ -29,7 +29,7 @@ static int usage(void) {
     return 2;
 }
 
-/* GSM8K (in verl's form `form`), MATH (math: 1) or Geometry3K (math: 2) from their Hugging Face files or JSONL into
+/* GSM8K (in verl's form `form`), MATH (math: 1) or Geometry3K (math: 2; 3 with tools) from their Hugging Face files or JSONL into
  * verl's rows */
 static int cmd_dataset(int argc, char **argv, int math, vc_gsm8k_form form) {
     const char *in = NULL, *out = NULL, *name = argv[0];
@@ -67,7 +67,7 @@ static int cmd_dataset(int argc, char **argv, int math, vc_gsm8k_form form) {
         char *dst = vc_path_join(out, name);
         size_t n = 0;
         vc_status st = !src || !dst ? VC_ERR_NOMEM
-                       : math == 2  ? vc_geo3k_convert(src, dst, splits[s], &n)
+                       : math >= 2  ? vc_geo3k_convert(src, dst, splits[s], math == 3, &n)
                        : math       ? vc_math_convert(src, dst, splits[s], &n)
                                     : vc_gsm8k_convert_form(src, dst, splits[s], form, &n);
         if (!st) printf("%s: %zu rows -> %s\n", splits[s], n, dst);
@@ -118,6 +118,7 @@ int vc_cmd_data(int argc, char **argv) {
         if (!strcmp(argv[1], GSM8K[i].name)) return cmd_dataset(argc - 1, argv + 1, 0, GSM8K[i].form);
     if (!strcmp(argv[1], "math")) return cmd_dataset(argc - 1, argv + 1, 1, VC_GSM8K_RL);
     if (!strcmp(argv[1], "geo3k")) return cmd_dataset(argc - 1, argv + 1, 2, VC_GSM8K_RL);
+    if (!strcmp(argv[1], "geo3k_multiturn_w_tool")) return cmd_dataset(argc - 1, argv + 1, 3, VC_GSM8K_RL);
     if (!strcmp(argv[1], "jsonl")) return cmd_convert(argc - 1, argv + 1, 0);
     if (!strcmp(argv[1], "parquet")) return cmd_convert(argc - 1, argv + 1, 1);
     fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);

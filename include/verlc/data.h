@@ -134,8 +134,10 @@ vc_status vc_math_convert(const char *in_path, const char *out_path, const char 
 /* One raw {"images", "problem", "answer"} object to a verl row: the images (and any other column) kept where they
  * stand, the answer as the ground truth */
 vc_status vc_geo3k_make_row(const struct cJSON *raw, const char *split, int64_t index, struct cJSON **out);
+/* tool 1: geo3k_multiturn_w_tool.py's row (a system prompt asking for the calc_geo3k_reward tool, its create_kwargs) */
+vc_status vc_geo3k_make_row_tool(const struct cJSON *raw, const char *split, int64_t index, int tool, struct cJSON **out);
 /* written as Parquet: the images column as Hugging Face datasets' Image feature, as geo3k.py's to_parquet writes it */
-vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows);
+vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char *split, int tool, size_t *n_rows);
 
 /* ---- epoch iteration ---------------------------------------------------------------------------- */
 typedef struct vc_epoch_iter {

@@ -50,6 +50,19 @@ static const char TOOL_SYSTEM[] =
     "generate final answer at least once and refine your answer if necessary. Put your final answer in the format of "
     "`#### <answer>`.";
 
+/* geo3k_multiturn_w_tool.py's (ending in a space, as verl's does) */
+static const char GEO3K_TOOL_SYSTEM[] =
+    "You are a math expert. You are given a question and you need to solve it step by step. Reasoning step by step "
+    "before any tool call. You should use the `calc_geo3k_reward` tool after step by step solving the question, before "
+    "generate final answer at least once and refine your answer if necessary. ";
+
+/* extra_info's need_tools_kwargs and tools_kwargs.<tool>.create_kwargs.ground_truth (0: out of memory) */
+static int tool_kwargs(cJSON *extra, const char *tool, const char *truth) {
+    cJSON *tk = cJSON_AddBoolToObject(extra, "need_tools_kwargs", 1) ? cJSON_AddObjectToObject(extra, "tools_kwargs") : NULL;
+    cJSON *ck = tk ? cJSON_AddObjectToObject(cJSON_AddObjectToObject(tk, tool), "create_kwargs") : NULL;
+    return ck && cJSON_AddStringToObject(ck, "ground_truth", truth);
+}
+
 /* verl's fields onto row, in its order: data_source (agent_name where given), the prompt (a system message where
  * given, then question + " " + instruction as the user's), ability "math", the rule reward's ground truth, extra_info
  * with split and index (returned, NULL when out of memory) */
@@ -92,11 +105,7 @@ static cJSON *build_row(const char *question, const char *answer, const char *so
                                   tool ? TOOL_SYSTEM : NULL, question,
                                   tool ? VC_GSM8K_TOOL_INSTRUCTION : VC_GSM8K_INSTRUCTION, solution, split, index);
     int ok = extra && cJSON_AddStringToObject(extra, "answer", answer) && cJSON_AddStringToObject(extra, "question", question);
-    if (ok && tool) { /* need_tools_kwargs, and tools_kwargs.calc_gsm8k_reward.create_kwargs.ground_truth */
-        cJSON *tk = cJSON_AddBoolToObject(extra, "need_tools_kwargs", 1) ? cJSON_AddObjectToObject(extra, "tools_kwargs") : NULL;
-        cJSON *ck = tk ? cJSON_AddObjectToObject(cJSON_AddObjectToObject(tk, "calc_gsm8k_reward"), "create_kwargs") : NULL;
-        ok = ck && cJSON_AddStringToObject(ck, "ground_truth", solution);
-    }
+    if (ok && tool) ok = tool_kwargs(extra, "calc_gsm8k_reward", solution);
     if (!ok) {
         cJSON_Delete(row);
         return NULL;
@@ -173,6 +182,11 @@ static int sbuf_put(sbuf *b, const char *s, size_t n) {
 /* geo3k.py's process_fn: the problem and answer taken out, the images kept where they stand, the other columns
  * kept, then verl's fields (datasets' map keeps a returned column in its place and appends the new ones) */
 vc_status vc_geo3k_make_row(const cJSON *raw, const char *split, int64_t index, cJSON **out) {
+    return vc_geo3k_make_row_tool(raw, split, index, 0, out);
+}
+
+/* and geo3k_multiturn_w_tool.py's (tool 1): a system prompt asking for calc_geo3k_reward, its create_kwargs */
+vc_status vc_geo3k_make_row_tool(const cJSON *raw, const char *split, int64_t index, int tool, cJSON **out) {
     *out = NULL;
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(raw, "problem");
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(raw, "answer");
@@ -183,9 +197,11 @@ vc_status vc_geo3k_make_row(const cJSON *raw, const char *split, int64_t index, 
     for (const cJSON *c = raw->child; row && c; c = c->next)
         if (c->string && strcmp(c->string, "problem") && strcmp(c->string, "answer"))
             cJSON_AddItemToObject(row, c->string, cJSON_Duplicate(c, 1));
-    cJSON *extra = verl_fields(row, "hiyouga/geometry3k", q->valuestring, VC_GEO3K_INSTRUCTION, a->valuestring, split, index);
+    cJSON *extra = verl_fields_ex(row, "hiyouga/geometry3k", NULL, tool ? GEO3K_TOOL_SYSTEM : NULL, q->valuestring,
+                                  VC_GEO3K_INSTRUCTION, a->valuestring, split, index);
     if (!extra || !cJSON_AddStringToObject(extra, "answer", a->valuestring) ||
-        !cJSON_AddStringToObject(extra, "question", q->valuestring)) {
+        !cJSON_AddStringToObject(extra, "question", q->valuestring) ||
+        (tool && !tool_kwargs(extra, "calc_geo3k_reward", a->valuestring))) {
         cJSON_Delete(row);
         return vc_fail(VC_ERR_NOMEM, "out of memory building a row");
     }
@@ -251,6 +267,11 @@ vc_status vc_math_convert(const char *in_path, const char *out_path, const char 
     return convert_ex(in_path, out_path, split, n_rows, vc_math_make_row, NULL, VC_GSM8K_RL, NULL);
 }
 
-vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
-    return convert_ex(in_path, out_path, split, n_rows, vc_geo3k_make_row, NULL, VC_GSM8K_RL, "images");
+static vc_status geo3k_tool_row(const cJSON *raw, const char *split, int64_t index, cJSON **out) {
+    return vc_geo3k_make_row_tool(raw, split, index, 1, out);
+}
+
+vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char *split, int tool, size_t *n_rows) {
+    return convert_ex(in_path, out_path, split, n_rows, tool ? geo3k_tool_row : vc_geo3k_make_row, NULL, VC_GSM8K_RL,
+                      "images");
 }

@@ -179,15 +179,15 @@ static void test_geo3k(void) {
     char dir[] = "/tmp/vc_geo3k_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     static const char *splits[2] = { "train", "test" };
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < 4; s++) { /* geo3k.py, then geo3k_multiturn_w_tool.py */
         char in[256], want[256], *out = vc_path_join(dir, "o.parquet");
-        snprintf(in, sizeof in, "tests/fixtures/geo3k/hub/data/%s-00000-of-00001.parquet", splits[s]);
-        snprintf(want, sizeof want, "tests/fixtures/geo3k/verl/%s.parquet", splits[s]);
+        snprintf(in, sizeof in, "tests/fixtures/geo3k/hub/data/%s-00000-of-00001.parquet", splits[s % 2]);
+        snprintf(want, sizeof want, "tests/fixtures/geo3k/verl%s/%s.parquet", s < 2 ? "" : "_tool", splits[s % 2]);
         size_t n = 0, na = 0, nb = 0;
-        CHECK_OK(vc_geo3k_convert(in, out, splits[s], &n));
+        CHECK_OK(vc_geo3k_convert(in, out, splits[s % 2], s >= 2, &n));
         long same = same_rows(out, want, &na, &nb);
-        CHECK_MSG(n == (s ? 2 : 3) && na == n && nb == n && same == (long)n, "geo3k %s: %ld of %zu rows as verl's", splits[s],
-                  same, n);
+        CHECK_MSG(n == (s % 2 ? 2 : 3) && na == n && nb == n && same == (long)n, "geo3k %s (%s): %ld of %zu rows as verl's",
+                  splits[s % 2], s < 2 ? "geo3k.py" : "with tools", same, n);
         vc_jsonl *d = NULL; /* read as verl's dataset reads it: the images as datasets' decoded PIL images */
         CHECK_OK(vc_jsonl_read(out, VC_JSONL_STRICT | VC_JSONL_HF_IMAGES, &d));
         const cJSON *im = d && d->n_rows ? cJSON_GetArrayItem(cJSON_GetObjectItem(d->rows[0], "images"), 0) : NULL;
