@@ -82,7 +82,7 @@ typedef struct {
 
 struct vc_qat {
     qat_part *p;
-    int n, cap, n_groups, gsize, depth;
+    int n, cap, n_groups, n_modules, gsize, depth;
     float *keep;        /* the full-precision values while the quantized ones are in place */
     float *buf;         /* the quantized values on their way to backend memory (NULL: the backend's is the host's) */
     size_t buf_floats;  /* its size: the largest part, or 64 Mi floats where they fit */
@@ -149,16 +149,27 @@ static int module_path(const vc_model *m, int l, int slot, char *buf, size_t cap
     return 1;
 }
 
-/* expert e's module path of slot: the checkpoint's per-expert name, else transformers 4's experts.E.<proj> */
-static void expert_name(const vc_model *m, int l, int slot, int e, char *buf, size_t cap) {
+/* the checkpoint's per-expert tensors of layer l (per slot k of EXP and expert e: names[k * E + e]), or none */
+static const int EXP[] = { VC_W_EXP_GATE, VC_W_EXP_UP, VC_W_EXP_DOWN };
+static void expert_sources(const vc_model *m, int l, int64_t E, const char **names) {
+    for (int64_t i = 0; i < 3 * E; i++) names[i] = NULL;
     for (int i = 0; i < m->n_src; i++) {
         const vc_source *s = &m->src[i];
         size_t n = strlen(s->name);
-        if (s->layer == l && s->expert == e && s->rule && s->rule->transform == VC_TR_EXPERT && s->rule->slot == slot &&
-            n > 7 && !strcmp(s->name + n - 7, ".weight")) {
-            snprintf(buf, cap, "%.*s", (int)(n - 7), s->name);
-            return;
-        }
+        if (s->layer != l || s->expert < 0 || s->expert >= E || !s->rule || s->rule->transform != VC_TR_EXPERT || n < 8 ||
+            strcmp(s->name + n - 7, ".weight"))
+            continue;
+        for (int k = 0; k < 3; k++)
+            if (s->rule->slot == EXP[k]) names[k * E + s->expert] = s->name;
+    }
+}
+
+/* expert e's module path of slot: the checkpoint's per-expert name (src: its tensor, or NULL), else transformers 4's
+ * experts.E.<proj> */
+static void expert_name(const vc_model *m, int l, int slot, int e, const char *src, char *buf, size_t cap) {
+    if (src) {
+        snprintf(buf, cap, "%.*s", (int)(strlen(src) - 7), src);
+        return;
     }
     char base[140];
     vc_lora_module_name(m, l, VC_W_EXP_DOWN, base, sizeof base);
@@ -187,21 +198,43 @@ static int family(const char *name, size_t *parent) {
     return 0;
 }
 
+/* a part's group key: its module path, or for a fusion sibling its parent and family ("model.layers.0.self_attn" +
+ * "\1" + family), so that sorting brings a group's parts together */
+typedef struct {
+    char key[176];
+    const char *name;
+    int part;
+} group_key;
+
+static int by_key(const void *a, const void *b) { /* (then by path: a path's parts lie together) */
+    const group_key *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    if (!c) c = strcmp(x->name, y->name);
+    return c ? c : x->part - y->part;
+}
+
 /* groups: parts of one module path share one; siblings (two or more modules of a family under one parent) too */
-static void assign_groups(struct vc_qat *q) {
-    for (int i = 0; i < q->n; i++) q->p[i].group = -1;
+static vc_status assign_groups(struct vc_qat *q) {
+    group_key *k = malloc(sizeof *k * (size_t)(q->n ? q->n : 1));
+    if (!k) return vc_fail(VC_ERR_NOMEM, "QAT: no memory");
     for (int i = 0; i < q->n; i++) {
-        if (q->p[i].group >= 0) continue;
-        int g = q->p[i].group = q->n_groups++;
-        size_t pl = 0, pl2 = 0;
+        size_t pl = 0;
         int f = family(q->p[i].name, &pl);
-        for (int j = i + 1; j < q->n; j++) {
-            if (q->p[j].group >= 0) continue;
-            if (!strcmp(q->p[j].name, q->p[i].name)) q->p[j].group = g;
-            else if (f && family(q->p[j].name, &pl2) == f && pl2 == pl && !strncmp(q->p[i].name, q->p[j].name, pl))
-                q->p[j].group = g;
-        }
+        if (f) snprintf(k[i].key, sizeof k[i].key, "%.*s\1%d", (int)pl, q->p[i].name, f);
+        else snprintf(k[i].key, sizeof k[i].key, "%s", q->p[i].name);
+        k[i].part = i, k[i].name = q->p[i].name;
     }
+    qsort(k, (size_t)q->n, sizeof *k, by_key);
+    q->n_modules = 0; /* (distinct paths) */
+    for (int i = 0; i < q->n; i++) q->n_modules += !i || strcmp(k[i].key, k[i - 1].key) || strcmp(k[i].name, k[i - 1].name);
+    q->n_groups = 0;
+    for (int i = 0; i < q->n; i++) {
+        if (i && strcmp(k[i].key, k[i - 1].key)) q->n_groups++;
+        q->p[k[i].part].group = q->n_groups;
+    }
+    q->n_groups += q->n > 0;
+    free(k);
+    return VC_OK;
 }
 
 static vc_status collect(vc_model *m, const vc_qat_spec *s, struct vc_qat *q) {
@@ -218,15 +251,20 @@ static vc_status collect(vc_model *m, const vc_qat_spec *s, struct vc_qat *q) {
         vc_tensor *R = vc_w(m, l, VC_W_ROUTER);
         if (!st && R && R->ndim == 2 && module_path(m, l, VC_W_ROUTER, name, sizeof name))
             st = consider(q, s, R, 0, R->shape[0], name);
-        static const int EXP[] = { VC_W_EXP_GATE, VC_W_EXP_UP, VC_W_EXP_DOWN };
+        vc_tensor *G = vc_w(m, l, VC_W_EXP_GATE);
+        int64_t n_exp = G && G->ndim == 3 ? G->shape[0] : 0;
+        const char **srcs = n_exp ? malloc(sizeof *srcs * (size_t)(3 * n_exp)) : NULL;
+        if (n_exp && !srcs) st = vc_fail(VC_ERR_NOMEM, "QAT: no memory");
+        if (srcs) expert_sources(m, l, n_exp, srcs);
         for (int k = 0; k < 3 && !st; k++) {
             vc_tensor *E = vc_w(m, l, EXP[k]);
             if (!E || E->ndim != 3) continue;
             for (int64_t e = 0; e < E->shape[0] && !st; e++) {
-                expert_name(m, l, EXP[k], (int)e, name, sizeof name);
+                expert_name(m, l, EXP[k], (int)e, srcs && e < n_exp ? srcs[k * n_exp + e] : NULL, name, sizeof name);
                 st = consider(q, s, E, e * E->shape[1], E->shape[1], name);
             }
         }
+        free(srcs);
     }
     vc_tensor *H = vc_w(m, -1, VC_W_LM_HEAD);
     if (!st && H && !c->tied) st = consider(q, s, H, 0, H->shape[0], "lm_head");
@@ -267,7 +305,10 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
         vc_qat_free(q);
         return st;
     }
-    assign_groups(q);
+    if ((st = assign_groups(q))) {
+        vc_qat_free(q);
+        return st;
+    }
     size_t bytes = sizeof(float) * (q->floats ? q->floats : 1);
     q->keep = malloc(bytes);
     for (int i = 0; i < q->n; i++) { /* the staging buffer of a device backend */
@@ -297,16 +338,7 @@ size_t vc_model_qat_bytes(const vc_model *m) {
     return m->qat ? sizeof(float) * (m->qat->floats + (m->qat->buf ? m->qat->buf_floats : 0)) : 0;
 }
 
-int vc_model_qat_modules(const vc_model *m) {
-    if (!m->qat) return 0;
-    int n = 0;
-    for (int i = 0; i < m->qat->n; i++) {
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++) seen = !strcmp(m->qat->p[i].name, m->qat->p[j].name);
-        n += !seen;
-    }
-    return n;
-}
+int vc_model_qat_modules(const vc_model *m) { return m->qat ? m->qat->n_modules : 0; }
 
 typedef struct {
     struct vc_qat *q;
