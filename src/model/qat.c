@@ -9,9 +9,12 @@
  *
  * The model reads the quantized weights between vc_model_weight_copies(m, 1) and (m, 0): the actor's micro-batches
  * of a step (forward and backward), its log-prob passes and its rollout (verl hands vLLM the same NVFP4 weights), so
- * rollout and training compute with one set of weights. Each time the full-precision weights are kept on the host and
- * put back after, before the optimiser step. */
+ * rollout and training compute with one set of weights. Each time the full-precision weights are kept aside and put
+ * back after, before the optimiser step: on a GPU in its memory, quantized there (the op table's absmax_many and
+ * fake_fp4, the same arithmetic: src/model/qat_math.h); elsewhere, or where the GPU has no room for the copy, on the
+ * host (through a staging buffer where the host cannot touch the backend's memory). */
 #include "model/qat.h"
+#include "model/qat_math.h"
 #include "model_internal.h"
 #include "tensor/backend.h"
 #include "verlc/dtype.h"
@@ -21,54 +24,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-float vc_qat_e4m3(float v) {
-    if (!(v > 0)) return 0;
-    int e;
-    frexpf(v, &e);                  /* v = f 2^e, f in [0.5, 1): the binade's exponent e - 1 */
-    int ex = e - 1 < -6 ? -6 : e - 1; /* (subnormals: steps of 2^-9) */
-    float step = ldexpf(1, ex - 3);
-    return rintf(v / step) * step; /* (the default rounding: to nearest even) */
-}
+float vc_qat_e4m3(float v) { return vc_qat_e4m3_fn(v); }
 
-/* a >= 0 on FP4 E2M1's grid, ties to the even code, as verl's kernel compares (<= 0.25: 0, < 0.75: 0.5, <= 1.25: 1,
- * < 1.75: 1.5, <= 2.5: 2, < 3.5: 3, <= 5: 4, else 6), without branches (the loops below vectorize) */
-static inline float fp4(float a) {
-    return 0.5f * (float)((a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f)) + (float)((a > 2.5f) + (a >= 3.5f)) +
-           2.0f * (float)(a > 5.0f);
-}
-
-/* x rounded to bf16 (nearest even), as vc_f32_to_bf16 for finite x */
-static inline float rd16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
-
-/* one group: its scale from its largest |x|, then each value */
-static inline void group_fq(const float *xs, float *ys, int group, float gs, float den, int bf16) {
-    float v[256], bm = 0;
-    if (bf16)
-        for (int k = 0; k < group; k++) v[k] = rd16(xs[k]);
-    else
-        for (int k = 0; k < group; k++) v[k] = xs[k];
-    for (int k = 0; k < group; k++) bm = fabsf(v[k]) > bm ? fabsf(v[k]) : bm; /* (fmaxf: a libm call) */
-    float s = vc_qat_e4m3(fminf(bm / den, 448.0f)) * gs;
-    if (!(s >= 1e-5f)) s = 1;
-    for (int k = 0; k < group; k++) {
-        float q = fp4(fabsf(v[k]) / s) * s;
-        ys[k] = v[k] >= 0 ? q : -q;
-    }
-    if (bf16)
-        for (int k = 0; k < group; k++) ys[k] = rd16(ys[k]);
-}
+static inline float rd16(float x) { return vc_qat_rd16(x); }
 
 void vc_qat_fake_quant(const float *x, float *y, int64_t rows, int64_t cols, int group, float amax, int bf16) {
-    float gs = amax / (6.0f * 448.0f), safe = gs > 0 ? gs : 1e-12f, den = 6.0f * safe;
+    float gs, den;
+    vc_qat_scales(amax, &gs, &den);
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t c0 = 0; c0 < cols; c0 += group) group_fq(x + r * cols + c0, y + r * cols + c0, group, gs, den, bf16);
+        for (int64_t c0 = 0; c0 < cols; c0 += group) vc_qat_group(x + r * cols + c0, y + r * cols + c0, group, gs, den, bf16);
 }
 
 /* one module's rows: parameter tensor t's rows [row0, row0 + rows) */
@@ -90,6 +54,11 @@ struct vc_qat {
     int64_t *first;     /* part i's first task of 64 rows (first[n]: all of them) */
     float *chunk_max;   /* a task's largest |x| */
     size_t floats;
+    /* a device backend with the QAT entries: the full-precision values kept in its memory, quantized there */
+    const struct vc_backend *be;
+    float *dev_keep;
+    const float **ptrs; /* each part's rows */
+    size_t *sizes;
 };
 
 static vc_status add_part(struct vc_qat *q, vc_tensor *t, int64_t row0, int64_t rows, const char *name) {
@@ -277,6 +246,9 @@ static vc_status collect(vc_model *m, const vc_qat_spec *s, struct vc_qat *q) {
 
 void vc_qat_free(struct vc_qat *q) {
     if (!q) return;
+    if (q->dev_keep) q->be->free(q->dev_keep);
+    free(q->ptrs);
+    free(q->sizes);
     free(q->p);
     free(q->keep);
     free(q->buf);
@@ -310,7 +282,18 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
         return st;
     }
     size_t bytes = sizeof(float) * (q->floats ? q->floats : 1);
-    q->keep = malloc(bytes);
+    q->be = m->be;
+    if (!m->be->host_visible && m->be->fake_fp4 && m->be->absmax_many) { /* (else through the host) */
+        q->ptrs = malloc(sizeof *q->ptrs * (size_t)(q->n ? q->n : 1));
+        q->sizes = malloc(sizeof *q->sizes * (size_t)(q->n ? q->n : 1));
+        q->dev_keep = q->ptrs && q->sizes ? m->be->alloc(bytes) : NULL;
+        if (!q->dev_keep) vc_clear_error(); /* (no room on the device: the host keeps them) */
+        for (int i = 0; q->dev_keep && i < q->n; i++) {
+            q->ptrs[i] = q->p[i].t->data + q->p[i].row0 * q->p[i].cols;
+            q->sizes[i] = (size_t)(q->p[i].rows * q->p[i].cols);
+        }
+    }
+    q->keep = q->dev_keep ? NULL : malloc(bytes);
     for (int i = 0; i < q->n; i++) { /* the staging buffer of a device backend */
         size_t f = (size_t)(q->p[i].rows * q->p[i].cols);
         q->buf_floats = f > q->buf_floats ? f : q->buf_floats;
@@ -318,7 +301,7 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
     const char *env = getenv("VERLC_QAT_STAGING_FLOATS"); /* (tests: a smaller floor, down to the largest part) */
     size_t floor = env && atoll(env) > 0 ? (size_t)atoll(env) : (size_t)64 << 20;
     if (q->buf_floats < floor) q->buf_floats = q->floats < floor ? q->floats : floor;
-    q->buf = m->be->host_visible ? NULL : malloc(sizeof(float) * (q->buf_floats ? q->buf_floats : 1));
+    q->buf = m->be->host_visible || q->dev_keep ? NULL : malloc(sizeof(float) * (q->buf_floats ? q->buf_floats : 1));
     q->amax = malloc(sizeof(float) * (size_t)(q->n_groups + 1));
     q->first = malloc(sizeof(int64_t) * (size_t)(q->n + 1));
     if (q->first) {
@@ -326,7 +309,8 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
         for (int i = 0; i < q->n; i++) q->first[i + 1] = q->first[i] + (q->p[i].rows + 63) / 64;
     }
     q->chunk_max = q->first ? malloc(sizeof(float) * (size_t)(q->first[q->n] + 1)) : NULL;
-    if (!q->keep || (!m->be->host_visible && !q->buf) || !q->amax || !q->first || !q->chunk_max) {
+    if ((!q->keep && !q->dev_keep) || (!m->be->host_visible && !q->dev_keep && !q->buf) || !q->amax || !q->first ||
+        !q->chunk_max) {
         vc_qat_free(q);
         return vc_fail(VC_ERR_NOMEM, "QAT: no host memory for a copy of the quantized weights (%.1f MB)", bytes / 1e6);
     }
@@ -335,7 +319,8 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
 }
 
 size_t vc_model_qat_bytes(const vc_model *m) {
-    return m->qat ? sizeof(float) * (m->qat->floats + (m->qat->buf ? m->qat->buf_floats : 0)) : 0;
+    const struct vc_qat *q = m->qat;
+    return q && !q->dev_keep ? sizeof(float) * (q->floats + (q->buf ? q->buf_floats : 0)) : 0;
 }
 
 int vc_model_qat_modules(const vc_model *m) { return m->qat ? m->qat->n_modules : 0; }
@@ -374,9 +359,24 @@ static void fq_task(void *p, int64_t task) {
     vc_qat_fake_quant(x, y, rows, t->cols, q->gsize, q->amax[t->group], c->bf16);
 }
 
+/* on the device: the full-precision values copied beside, each part's largest |x|, then the parts in place */
+static void qat_on_device(vc_model *m, struct vc_qat *q, int bf16) {
+    for (int i = 0; i < q->n; i++) m->be->d2d(q->dev_keep + q->p[i].at, q->ptrs[i], sizeof(float) * q->sizes[i]);
+    if (q->n && m->be->absmax_many(q->ptrs, q->sizes, (size_t)q->n, bf16, q->chunk_max)) return; /* (sticky error) */
+    for (int g = 0; g < q->n_groups; g++) q->amax[g] = 0;
+    for (int i = 0; i < q->n; i++)
+        q->amax[q->p[i].group] = q->chunk_max[i] > q->amax[q->p[i].group] ? q->chunk_max[i] : q->amax[q->p[i].group];
+    for (int i = 0; i < q->n; i++)
+        m->be->fake_fp4((float *)q->ptrs[i], q->p[i].rows, q->p[i].cols, q->gsize, q->amax[q->p[i].group], bf16);
+}
+
 /* keeps the full-precision values, writes the quantized ones in their place */
 static void qat_on(vc_model *m, struct vc_qat *q) {
     fq_ctx c = { q, vc_matmul_precision() == VC_PREC_BF16, 0, 0, 0 };
+    if (q->dev_keep) {
+        qat_on_device(m, q, c.bf16);
+        return;
+    }
     for (int i = 0; i < q->n; i++) {
         const qat_part *p = &q->p[i];
         m->be->d2h(q->keep + p->at, p->t->data + p->row0 * p->cols, sizeof(float) * (size_t)(p->rows * p->cols));
@@ -407,7 +407,9 @@ static void qat_on(vc_model *m, struct vc_qat *q) {
 static void qat_off(vc_model *m, struct vc_qat *q) {
     for (int i = 0; i < q->n; i++) {
         const qat_part *p = &q->p[i];
-        m->be->h2d(p->t->data + p->row0 * p->cols, q->keep + p->at, sizeof(float) * (size_t)(p->rows * p->cols));
+        size_t bytes = sizeof(float) * (size_t)(p->rows * p->cols);
+        if (q->dev_keep) m->be->d2d(p->t->data + p->row0 * p->cols, q->dev_keep + p->at, bytes);
+        else m->be->h2d(p->t->data + p->row0 * p->cols, q->keep + p->at, bytes);
     }
 }
 

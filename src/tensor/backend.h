@@ -526,6 +526,12 @@ typedef struct vc_backend {
      * sample (scratch allocation failed); `sync` reports other errors. */
     void (*sample_rows)(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
                         const vc_sample_row *rows, const float *u);
+    /* ---- quantization-aware training (src/model/qat.c); NULL: on the host through h2d / d2h ---- */
+    /* the largest |x| of each of n tensors x[i] of sizes[i] floats (each value rounded to bf16 first where bf16) into
+     * out[i], HOST memory */
+    vc_status (*absmax_many)(const float *const *x, const size_t *sizes, size_t n, int bf16, float *out);
+    /* x [rows, cols] fake-quantized to NVFP4 in place, the bits of vc_qat_fake_quant (src/model/qat.h) */
+    void (*fake_fp4)(float *x, int64_t rows, int64_t cols, int group, float amax, int bf16);
 } vc_backend;
 
 /* Matmul precision of the gemm / lm_head / moe GEMMs (process-wide; set before the first step).

@@ -7,6 +7,7 @@
 #include "rl/trainer_internal.h"
 #include "verlc/perf.h"
 #include "verlc/dtype.h"
+#include "model/qat.h"
 
 #define TOL 1e-4
 
@@ -480,6 +481,38 @@ static void test_xielu(void) {
     cmp("xielu bwd dx (accumulated)", gdx, dx, (size_t)n, TOL);
     cmp("xielu bwd alpha_p (accumulated)", gdap, dap, 1, 1e-4);
     cmp("xielu bwd alpha_n (accumulated)", gdan, dan, 1, 1e-4);
+}
+
+/* ---- QAT: each module's largest |x| and the NVFP4 fake quantization, bitwise the host's (src/model/qat.c) ---- */
+static void test_qat(void) {
+    const int64_t R = 37, Cc = 96; /* groups of 16 and of 32; one row's group all zero, one tiny */
+    float *x = hrand((size_t)(R * Cc), 0.05f), *y = hbuf((size_t)(R * Cc)), *z = hrand(64, 3.0f);
+    for (int k = 0; k < 16; k++) x[3 * Cc + k] = 0, x[5 * Cc + 16 + k] = 1e-7f * (float)k;
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        float *gx = dup_f(x, (size_t)(R * Cc)), *gz = dup_f(z, 64), amax[2] = { -1, -1 }, want[2] = { 0, 0 };
+        const float *ptrs[2] = { gx, gz };
+        size_t sizes[2] = { (size_t)(R * Cc), 64 };
+        CHECK_OK(G->absmax_many(ptrs, sizes, 2, bf16, amax));
+        for (size_t i = 0; i < sizes[0]; i++) {
+            float v = fabsf(bf16 ? vc_bf16_to_f32(vc_f32_to_bf16(x[i])) : x[i]);
+            want[0] = v > want[0] ? v : want[0];
+        }
+        for (int i = 0; i < 64; i++) {
+            float v = fabsf(bf16 ? vc_bf16_to_f32(vc_f32_to_bf16(z[i])) : z[i]);
+            want[1] = v > want[1] ? v : want[1];
+        }
+        CHECK_MSG(amax[0] == want[0] && amax[1] == want[1], "QAT absmax %g %g, host %g %g", amax[0], amax[1], want[0], want[1]);
+        for (int group = 16; group <= 32; group += 16) {
+            float *g2 = dup_f(x, (size_t)(R * Cc));
+            vc_qat_fake_quant(x, y, R, Cc, group, 0.9f * want[0], bf16);
+            G->fake_fp4(g2, R, Cc, group, 0.9f * want[0], bf16); /* (an amax below the largest: scales clamp at 448) */
+            float *back = fetch(g2, (size_t)(R * Cc));
+            size_t diff = 0;
+            for (size_t i = 0; i < (size_t)(R * Cc); i++) diff += memcmp(&back[i], &y[i], 4) != 0;
+            CHECK_MSG(diff == 0, "QAT fake_fp4 (group %d, bf16 %d): %zu of %lld values differ from the host's", group, bf16,
+                      diff, (long long)(R * Cc));
+        }
+    }
 }
 
 /* ---- linear attention (Gated DeltaNet): conv1d, the log decay, the recurrence ---- */
@@ -1555,6 +1588,7 @@ int main(void) {
     test_act_rows();
     test_act16_rows();
     test_xielu();
+    test_qat();
     check_sticky("dense ops");
     release_all();
     test_conv1d();

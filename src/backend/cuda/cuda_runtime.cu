@@ -1039,6 +1039,8 @@ static void be_zero(void *dst, size_t bytes) {
 
 extern "C" void vc_cu_sample_rows(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
                                   const vc_sample_row *rows, const float *u); /* cuda_sample.cu */
+extern "C" vc_status vc_cu_absmax_many(const float *const *x, const size_t *sizes, size_t n, int bf16, float *out);
+extern "C" void vc_cu_fake_fp4(float *x, int64_t rows, int64_t cols, int group, float amax, int bf16); /* cuda_qat.cu */
 static vc_backend make_cuda_backend(void) {
     vc_backend b = {};
     b.name = "cuda";
@@ -1138,6 +1140,8 @@ static vc_backend make_cuda_backend(void) {
     b.attn_rounds_bf16 = vc_cu_attn_tc_eligible; /* the tensor-core kernels round each tile as they load it */
     b.paged_rounds_q = vc_cu_paged_rounds_q;
     b.sample_rows = vc_cu_sample_rows;
+    b.absmax_many = vc_cu_absmax_many;
+    b.fake_fp4 = vc_cu_fake_fp4;
     return b;
 }
 static const vc_backend CUDA_BACKEND = make_cuda_backend();
