@@ -506,6 +506,10 @@ bench_moe() {
     # shellcheck disable=SC2086
     [ "$(left)" -gt 100 ] && step "bench generate qwen3-30b-a3b shape, 4 layers, bf16 (batch 256, 128 + 128), VERLC_CUDA_MOE_MMA=0" \
         60 env VERLC_CUDA_MOE_MMA=0 "$BIN" bench generate --config "$CUT" --batch 256 --prompt 128 --new 128 $P
+    # verl's QAT (NVFP4 w4a16) on the device: 4 x (4 + 3 x 128) modules quantized and restored, timed beside the step
+    # shellcheck disable=SC2086
+    [ "$(left)" -gt 90 ] && step "bench train qwen3-30b-a3b shape, 4 layers, bf16 (16 x 512), --qat" 60 "$BIN" bench train \
+        --config "$CUT" --tokens 8192 --seqs 16 --iters 2 --qat $P
     rm -f "$CUT"
 }
 # A Qwen3.5-shaped Gated DeltaNet hybrid (18 linear-attention layers, 6 gated attention; the recurrence token by
