@@ -136,11 +136,21 @@ static vc_status legacy_key(gen_args *a, const char *k, const char *v, double *n
     else if (!strcmp(k, "trainer.device")) a->device = v;
     else if (!strcmp(k, "rollout.temperature")) st = legacy_num(k, v, 0, 1e6, temp);
     else if (!strcmp(k, "rollout.top_k")) st = legacy_num(k, v, -1, 1 << 30, tk);
-    else if (!strcmp(k, "rollout.top_p") && !(st = legacy_num(k, v, 1e-9, 1, &d))) a->top_p = (float)d;
-    else if (!strcmp(k, "rollout.prompt_length") && !(st = legacy_num(k, v, 1, 1 << 24, &d))) a->max_prompt = (int)d;
-    else if (!strcmp(k, "rollout.response_length") && !(st = legacy_num(k, v, 1, 1 << 24, &d))) a->max_new = (int)d;
-    else if (!strcmp(k, "rollout.gpu_memory_utilization") && !(st = legacy_num(k, v, 1e-6, 1, &d))) a->kv_fraction = d;
-    else if (!strcmp(k, "rollout.max_num_seqs") && !(st = legacy_num(k, v, 1, 1 << 20, &d))) a->max_batch = (int)d;
+    else if (!strcmp(k, "rollout.top_p")) {
+        if (!(st = legacy_num(k, v, 1e-9, 1, &d))) a->top_p = (float)d;
+    }
+    else if (!strcmp(k, "rollout.prompt_length")) {
+        if (!(st = legacy_num(k, v, 1, 1 << 24, &d))) a->max_prompt = (int)d;
+    }
+    else if (!strcmp(k, "rollout.response_length")) {
+        if (!(st = legacy_num(k, v, 1, 1 << 24, &d))) a->max_new = (int)d;
+    }
+    else if (!strcmp(k, "rollout.gpu_memory_utilization")) {
+        if (!(st = legacy_num(k, v, 1e-6, 1, &d))) a->kv_fraction = d;
+    }
+    else if (!strcmp(k, "rollout.max_num_seqs")) {
+        if (!(st = legacy_num(k, v, 1, 1 << 20, &d))) a->max_batch = (int)d;
+    }
     else if (!strcmp(k, "rollout.do_sample")) *sample = legacy_bool(v);
     else if (!strcmp(k, "rollout.dtype")) {
         if (!strcmp(v, "bfloat16") || !strcmp(v, "bf16")) a->precision = "bf16";

@@ -102,7 +102,8 @@ vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_confi
         else if ((v = opt_value(argc, argv, &i, "--config-path", &st))) cpath = v;
         else if ((v = opt_value(argc, argv, &i, "--config-name", &st))) cname = v;
         else if ((v = opt_value(argc, argv, &i, "-m", &st)) || (v = opt_value(argc, argv, &i, "--module", &st))) {
-            if (strchr(v, '=')) /* (Hydra's -m, --multirun, takes sweeps of key=values) */
+            if (!*v || *v == '-') st = vc_fail(VC_ERR_ARG, "-m needs a module name (verl.trainer.main_ppo, recipe.dapo.main_dapo)");
+            else if (strchr(v, '=')) /* (Hydra's -m, --multirun, takes sweeps of key=values) */
                 st = vc_fail(VC_ERR_UNSUPPORTED, "-m %s: Hydra's multirun is not built in; run each setting apart", v);
             module = v;
         } else if (st != VC_OK) break;

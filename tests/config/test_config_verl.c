@@ -595,6 +595,8 @@ static void test_module(void) {
     vc_config_free(c);
     char *a4[] = { "-m", "recipe.gvpo.gvpo_main_ppo" };
     CHECK(vc_config_load_argv(2, a4, NULL, &c) == VC_ERR_UNSUPPORTED && err_has("recipe.gvpo.gvpo_main_ppo"));
+    char *a7[] = { "-m", "--print-config" };
+    CHECK(vc_config_load_argv(2, a7, NULL, &c) == VC_ERR_ARG && err_has("-m needs a module name"));
     char *a5[] = { "-m", "data.seed=1,2" };
     CHECK(vc_config_load_argv(2, a5, NULL, &c) == VC_ERR_UNSUPPORTED && err_has("multirun"));
     CHECK(chdir(cwd) == 0); /* (no recipe/ here) */

@@ -102,8 +102,9 @@ static void legacy_form(void) {
     const char *bad[][2] = { { "rollout.temperature=0", "When temperature=0, n_samples must be 1." },
                              { "rollout.ignore_eos=True data.n_samples=1", "rollout.ignore_eos=True" },
                              { "data.n_sample=2", "data.n_sample: not a key of verl's main_generation" },
-                             { "model.external_lib=my.mod", "model.external_lib=my.mod" } };
-    for (int i = 0; i < 4; i++) {
+                             { "model.external_lib=my.mod", "model.external_lib=my.mod" },
+                             { "rollout.top_p=2", "rollout.top_p=2: a number from" } };
+    for (int i = 0; i < 5; i++) {
         snprintf(cmd, sizeof cmd, "%s generate data.path=%s/v1.parquet model.path=%s/both data.output_path=%s/x.parquet %s "
                  "2>%s/l.err", bin, tmp, tmp, tmp, bad[i][0], tmp);
         CHECK(system(cmd) != 0);
