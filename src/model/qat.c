@@ -77,29 +77,47 @@ static vc_status add_part(struct vc_qat *q, vc_tensor *t, int64_t row0, int64_t 
     return VC_OK;
 }
 
-/* verl's _should_quantize: "re:" + a regular expression matched at the path's start (re.match), else a substring */
-static vc_status ignored(const vc_qat_spec *s, const char *name, int *out) {
-    *out = 0;
-    for (int i = 0; i < s->n_ignore && !*out; i++) {
+/* verl's ignore_patterns, each regular expression compiled once */
+typedef struct {
+    const vc_qat_spec *s;
+    OnigRegex *re; /* [n_ignore]: NULL for a plain substring */
+} qat_patterns;
+
+static void patterns_free(qat_patterns *ps) {
+    for (int i = 0; ps->re && i < ps->s->n_ignore; i++)
+        if (ps->re[i]) onig_free(ps->re[i]);
+    free(ps->re);
+}
+
+static vc_status patterns_compile(const vc_qat_spec *s, qat_patterns *ps) {
+    ps->s = s;
+    ps->re = calloc((size_t)(s->n_ignore > 0 ? s->n_ignore : 1), sizeof *ps->re);
+    if (!ps->re) return vc_fail(VC_ERR_NOMEM, "QAT: no memory");
+    for (int i = 0; i < s->n_ignore; i++) {
         const char *pat = s->ignore[i];
-        if (strncmp(pat, "re:", 3)) {
-            *out = strstr(name, pat) != NULL;
-            continue;
-        }
-        OnigRegex re;
+        if (strncmp(pat, "re:", 3)) continue;
         OnigErrorInfo ei;
-        int r = onig_new(&re, (const UChar *)pat + 3, (const UChar *)pat + strlen(pat), ONIG_OPTION_NONE,
+        int r = onig_new(&ps->re[i], (const UChar *)pat + 3, (const UChar *)pat + strlen(pat), ONIG_OPTION_NONE,
                          ONIG_ENCODING_UTF8, ONIG_SYNTAX_PYTHON, &ei);
         if (r != ONIG_NORMAL) {
             UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
             onig_error_code_to_str(msg, r, &ei);
+            ps->re[i] = NULL;
+            patterns_free(ps);
             return vc_fail(VC_ERR_ARG, "qat.ignore_patterns: '%s' is not a regular expression: %s", pat, (const char *)msg);
         }
-        const UChar *a = (const UChar *)name, *e = a + strlen(name);
-        *out = onig_match(re, a, e, a, NULL, ONIG_OPTION_NONE) >= 0;
-        onig_free(re);
     }
     return VC_OK;
+}
+
+/* verl's _should_quantize: "re:" + a regular expression matched at the path's start (re.match), else a substring */
+static int ignored(const qat_patterns *ps, const char *name) {
+    for (int i = 0; i < ps->s->n_ignore; i++) {
+        if (!ps->re[i] && strstr(name, ps->s->ignore[i])) return 1;
+        const UChar *a = (const UChar *)name, *e = a + strlen(name);
+        if (ps->re[i] && onig_match(ps->re[i], a, e, a, NULL, ONIG_OPTION_NONE) >= 0) return 1;
+    }
+    return 0;
 }
 
 /* layer l's module of slot as the checkpoint names it (a fused module's name for each of its parts: W_pack,
@@ -147,11 +165,9 @@ static void expert_name(const vc_model *m, int l, int slot, int e, const char *s
 }
 
 /* a candidate module: kept unless ignored or its width is not a multiple of the group */
-static vc_status consider(struct vc_qat *q, const vc_qat_spec *s, vc_tensor *t, int64_t row0, int64_t rows,
+static vc_status consider(struct vc_qat *q, const qat_patterns *ps, vc_tensor *t, int64_t row0, int64_t rows,
                           const char *name) {
-    int ig = 0;
-    vc_status st = ignored(s, name, &ig);
-    if (st || ig || t->shape[t->ndim - 1] % s->group_size) return st;
+    if (ignored(ps, name) || t->shape[t->ndim - 1] % ps->s->group_size) return VC_OK;
     return add_part(q, t, row0, rows, name);
 }
 
@@ -206,7 +222,7 @@ static vc_status assign_groups(struct vc_qat *q) {
     return VC_OK;
 }
 
-static vc_status collect(vc_model *m, const vc_qat_spec *s, struct vc_qat *q) {
+static vc_status collect(vc_model *m, const qat_patterns *s, struct vc_qat *q) {
     const vc_model_config *c = &m->cfg;
     int slots[64], n = vc_lora_linear_slots(slots, 64);
     char name[160];
@@ -237,8 +253,7 @@ static vc_status collect(vc_model *m, const vc_qat_spec *s, struct vc_qat *q) {
     }
     vc_tensor *H = vc_w(m, -1, VC_W_LM_HEAD);
     if (!st && H && !c->tied) st = consider(q, s, H, 0, H->shape[0], "lm_head");
-    int ig = 0;
-    if (!st && c->tied && !(st = ignored(s, "lm_head", &ig)) && !ig && c->hidden % s->group_size == 0)
+    if (!st && c->tied && !ignored(s, "lm_head") && c->hidden % s->s->group_size == 0)
         st = vc_fail(VC_ERR_UNSUPPORTED, "QAT: the LM head is tied to the token embedding; keep \"lm_head\" in "
                                          "qat.ignore_patterns (verl's default)");
     return st;
@@ -272,7 +287,12 @@ vc_status vc_model_qat(vc_model *m, const vc_qat_spec *s) {
     struct vc_qat *q = calloc(1, sizeof *q);
     if (!q) return vc_fail(VC_ERR_NOMEM, "QAT: no memory");
     q->gsize = s->group_size;
-    vc_status st = collect(m, s, q);
+    qat_patterns ps;
+    vc_status st = patterns_compile(s, &ps);
+    if (!st) {
+        st = collect(m, &ps, q);
+        patterns_free(&ps);
+    }
     if (st) {
         vc_qat_free(q);
         return st;
