@@ -45,10 +45,11 @@ VC_QAT_FN float vc_qat_rd16(float x) {
 #endif
 }
 
-/* one group of `group` values (at most 256): its scale from its largest |x|, then each value; gs = amax / 2688 and
- * den = 6 max(gs, 1e-12) as the kernel computes them */
-VC_QAT_FN void vc_qat_group(const float *xs, float *ys, int group, float gs, float den, int bf16) {
-    float v[256], bm = 0;
+/* one group of `group` values: its scale from its largest |x|, then each value; gs = amax / 2688 and den =
+ * 6 max(gs, 1e-12) as the kernel computes them; v: scratch of group floats (a constant group lets a compiler keep it
+ * in registers) */
+VC_QAT_FN void vc_qat_group_v(const float *xs, float *ys, int group, float gs, float den, int bf16, float *v) {
+    float bm = 0;
     for (int k = 0; k < group; k++) v[k] = bf16 ? vc_qat_rd16(xs[k]) : xs[k];
     for (int k = 0; k < group; k++) bm = fabsf(v[k]) > bm ? fabsf(v[k]) : bm; /* (fmaxf: a libm call) */
     float s = vc_qat_e4m3_fn(fminf(bm / den, 448.0f)) * gs;
@@ -59,6 +60,12 @@ VC_QAT_FN void vc_qat_group(const float *xs, float *ys, int group, float gs, flo
     }
     if (bf16)
         for (int k = 0; k < group; k++) ys[k] = vc_qat_rd16(ys[k]);
+}
+
+/* vc_qat_group_v for groups of at most 256 */
+VC_QAT_FN void vc_qat_group(const float *xs, float *ys, int group, float gs, float den, int bf16) {
+    float v[256];
+    vc_qat_group_v(xs, ys, group, gs, den, bf16, v);
 }
 
 /* gs and den of a module whose largest |x| is amax */

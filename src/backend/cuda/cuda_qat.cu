@@ -22,10 +22,17 @@ __global__ void k_absmax(const float *x, int64_t n, int bf16, float *part) {
     if (threadIdx.x == 0) part[blockIdx.x] = sh[0];
 }
 
-/* one thread a group */
+/* one thread a group; G > 0: groups of G (NVFP4's 16) in registers, else of `group` through local memory */
+template <int G>
 __global__ void k_fake_fp4(float *x, int64_t groups, int group, float gs, float den, int bf16) {
-    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x)
-        vc_qat_group(x + g * group, x + g * group, group, gs, den, bf16);
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
+        if (G > 0) {
+            float v[G > 0 ? G : 1];
+            vc_qat_group_v(x + g * G, x + g * G, G, gs, den, bf16, v);
+        } else {
+            vc_qat_group(x + g * group, x + g * group, group, gs, den, bf16);
+        }
+    }
 }
 
 static unsigned absmax_blocks(size_t n) {
@@ -72,6 +79,7 @@ extern "C" void vc_cu_fake_fp4(float *x, int64_t rows, int64_t cols, int group, 
     float gs, den;
     vc_qat_scales(amax, &gs, &den);
     int64_t groups = rows * (cols / group);
-    k_fake_fp4<<<vc_cu_blocks(groups, QT), QT, 0, vc_cu_stream()>>>(x, groups, group, gs, den, bf16);
+    if (group == 16) k_fake_fp4<16><<<vc_cu_blocks(groups, QT), QT, 0, vc_cu_stream()>>>(x, groups, group, gs, den, bf16);
+    else k_fake_fp4<0><<<vc_cu_blocks(groups, QT), QT, 0, vc_cu_stream()>>>(x, groups, group, gs, den, bf16);
     vc_cu_end(op);
 }
