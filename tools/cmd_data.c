@@ -29,9 +29,8 @@ static int usage(void) {
     return 2;
 }
 
-/* GSM8K (in verl's form `form`), MATH (math: 1) or Geometry3K (math: 2; 3 with tools) from their Hugging Face files or JSONL into
- * verl's rows */
-static int cmd_dataset(int argc, char **argv, int math, vc_gsm8k_form form) {
+/* GSM8K, MATH or Geometry3K (in a verl script's variant) from their Hugging Face files or JSONL into verl's rows */
+static int cmd_dataset(int argc, char **argv, vc_dataset ds, int variant) {
     const char *in = NULL, *out = NULL, *name = argv[0];
     int parquet = 0;
     for (int i = 1; i < argc; i++) {
@@ -51,12 +50,12 @@ static int cmd_dataset(int argc, char **argv, int math, vc_gsm8k_form form) {
     }
     const char *splits[2] = { "train", "test" };
     for (int s = 0; s < 2; s++) {
-        char name[32], src_name[64];
-        snprintf(name, sizeof name, "%s.%s", splits[s], parquet ? "parquet" : "jsonl");
-        /* JSONL, or Parquet as named by hand or in Hugging Face's openai/gsm8k (main/train-00000-of-00001.parquet) or
-         * DigitalLearningGmbH/MATH-lighteval (data/train-00000-of-00001.parquet) */
+        char file[32], src_name[64];
+        snprintf(file, sizeof file, "%s.%s", splits[s], parquet ? "parquet" : "jsonl");
+        /* JSONL, or Parquet as named by hand or in Hugging Face's openai/gsm8k (main/train-00000-of-00001.parquet),
+         * DigitalLearningGmbH/MATH-lighteval or hiyouga/geometry3k (data/train-00000-of-00001.parquet) */
         const char *forms[] = { "%s.jsonl", "%s.parquet",
-                                math ? "data/%s-00000-of-00001.parquet" : "main/%s-00000-of-00001.parquet" };
+                                ds != VC_DS_GSM8K ? "data/%s-00000-of-00001.parquet" : "main/%s-00000-of-00001.parquet" };
         char *src = NULL;
         for (int k = 0; k < 4; k++) { /* none there: the JSONL name, for the message */
             snprintf(src_name, sizeof src_name, forms[k % 3], splits[s]);
@@ -64,12 +63,9 @@ static int cmd_dataset(int argc, char **argv, int math, vc_gsm8k_form form) {
             src = vc_path_join(in, src_name);
             if (k == 3 || (src && vc_file_exists(src))) break;
         }
-        char *dst = vc_path_join(out, name);
+        char *dst = vc_path_join(out, file);
         size_t n = 0;
-        vc_status st = !src || !dst ? VC_ERR_NOMEM
-                       : math >= 2  ? vc_geo3k_convert(src, dst, splits[s], math == 3, &n)
-                       : math       ? vc_math_convert(src, dst, splits[s], &n)
-                                    : vc_gsm8k_convert_form(src, dst, splits[s], form, &n);
+        vc_status st = !src || !dst ? VC_ERR_NOMEM : vc_dataset_convert(ds, variant, src, dst, splits[s], &n);
         if (!st) printf("%s: %zu rows -> %s\n", splits[s], n, dst);
         free(src);
         free(dst);
@@ -111,14 +107,12 @@ static int cmd_convert(int argc, char **argv, int parquet) {
 
 int vc_cmd_data(int argc, char **argv) {
     if (argc < 2) return usage();
-    static const struct { const char *name; vc_gsm8k_form form; } GSM8K[] = {
-        { "gsm8k", VC_GSM8K_RL }, { "gsm8k_multiturn_w_tool", VC_GSM8K_W_TOOL },
-        { "gsm8k_tool_agent_loop", VC_GSM8K_AGENT_LOOP }, { "gsm8k_multiturn_sft", VC_GSM8K_SFT } };
-    for (size_t i = 0; i < sizeof GSM8K / sizeof GSM8K[0]; i++)
-        if (!strcmp(argv[1], GSM8K[i].name)) return cmd_dataset(argc - 1, argv + 1, 0, GSM8K[i].form);
-    if (!strcmp(argv[1], "math")) return cmd_dataset(argc - 1, argv + 1, 1, VC_GSM8K_RL);
-    if (!strcmp(argv[1], "geo3k")) return cmd_dataset(argc - 1, argv + 1, 2, VC_GSM8K_RL);
-    if (!strcmp(argv[1], "geo3k_multiturn_w_tool")) return cmd_dataset(argc - 1, argv + 1, 3, VC_GSM8K_RL);
+    static const struct { const char *name; vc_dataset ds; int variant; } SETS[] = { /* verl's scripts' names */
+        { "gsm8k", VC_DS_GSM8K, VC_GSM8K_RL }, { "gsm8k_multiturn_w_tool", VC_DS_GSM8K, VC_GSM8K_W_TOOL },
+        { "gsm8k_tool_agent_loop", VC_DS_GSM8K, VC_GSM8K_AGENT_LOOP }, { "gsm8k_multiturn_sft", VC_DS_GSM8K, VC_GSM8K_SFT },
+        { "math", VC_DS_MATH, 0 }, { "geo3k", VC_DS_GEO3K, 0 }, { "geo3k_multiturn_w_tool", VC_DS_GEO3K, 1 } };
+    for (size_t i = 0; i < sizeof SETS / sizeof SETS[0]; i++)
+        if (!strcmp(argv[1], SETS[i].name)) return cmd_dataset(argc - 1, argv + 1, SETS[i].ds, SETS[i].variant);
     if (!strcmp(argv[1], "jsonl")) return cmd_convert(argc - 1, argv + 1, 0);
     if (!strcmp(argv[1], "parquet")) return cmd_convert(argc - 1, argv + 1, 1);
     fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);

@@ -139,6 +139,12 @@ vc_status vc_geo3k_make_row_tool(const struct cJSON *raw, const char *split, int
 /* written as Parquet: the images column as Hugging Face datasets' Image feature, as geo3k.py's to_parquet writes it */
 vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char *split, int tool, size_t *n_rows);
 
+/* any of the above: in_path's rows (JSONL or Parquet) to verl's rows in out_path (JSONL, or Parquet by its name);
+ * variant: GSM8K's vc_gsm8k_form, Geometry3K's tool (1), 0 for MATH */
+typedef enum { VC_DS_GSM8K, VC_DS_MATH, VC_DS_GEO3K } vc_dataset;
+vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, const char *out_path, const char *split,
+                             size_t *n_rows);
+
 /* ---- epoch iteration ---------------------------------------------------------------------------- */
 typedef struct vc_epoch_iter {
     size_t n_rows, batch_size;

@@ -2,6 +2,7 @@
  * multi-turn, tool-agent and SFT variants), math_dataset.py and geo3k.py do it. */
 #include "verlc/data.h"
 #include "verlc/json.h"
+#include "verlc/report.h"
 #include "verlc/reward.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -160,25 +161,6 @@ vc_status vc_math_make_row(const cJSON *raw, const char *split, int64_t index, c
     return row ? VC_OK : vc_fail(VC_ERR_NOMEM, "out of memory building a row");
 }
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-} sbuf;
-
-static int sbuf_put(sbuf *b, const char *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->cap ? b->cap * 2 : 1 << 16);
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return 0;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    return 1;
-}
-
 /* geo3k.py's process_fn: the problem and answer taken out, the images kept where they stand, the other columns
  * kept, then verl's fields (datasets' map keeps a returned column in its place and appends the new ones) */
 vc_status vc_geo3k_make_row(const cJSON *raw, const char *split, int64_t index, cJSON **out) {
@@ -209,14 +191,22 @@ vc_status vc_geo3k_make_row_tool(const cJSON *raw, const char *split, int64_t in
     return VC_OK;
 }
 
-/* rows of in_path through make (form: its last argument, where make_form) into out_path (JSONL, or Parquet by its
- * name; images: a column of images written as Hugging Face datasets' Image feature, or NULL) */
-static vc_status convert_ex(const char *in_path, const char *out_path, const char *split, size_t *n_rows,
-                            vc_status (*make)(const cJSON *, const char *, int64_t, cJSON **),
-                            vc_status (*make_form)(const cJSON *, const char *, int64_t, vc_gsm8k_form, cJSON **),
-                            vc_gsm8k_form form, const char *images) {
+/* the row makers by dataset, with a variant each (GSM8K's form, Geometry3K's tools) */
+static vc_status math_row(const cJSON *raw, const char *split, int64_t index, int variant, cJSON **out) {
+    (void)variant;
+    return vc_math_make_row(raw, split, index, out);
+}
+static vc_status gsm8k_row(const cJSON *raw, const char *split, int64_t index, int variant, cJSON **out) {
+    return vc_gsm8k_make_row_form(raw, split, index, (vc_gsm8k_form)variant, out);
+}
+
+vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, const char *out_path, const char *split,
+                             size_t *n_rows) {
+    vc_status (*make)(const cJSON *, const char *, int64_t, int, cJSON **) =
+        ds == VC_DS_GSM8K ? gsm8k_row : ds == VC_DS_MATH ? math_row : vc_geo3k_make_row_tool;
+    const char *images = ds == VC_DS_GEO3K ? "images" : NULL; /* (written as datasets' Image feature) */
     vc_jsonl *d = NULL;
-    sbuf b = { 0 };
+    vc_strbuf b = { 0 };
     if (n_rows) *n_rows = 0;
     vc_status st = vc_jsonl_read(in_path, VC_JSONL_STRICT, &d);
     if (st) return st;
@@ -228,16 +218,16 @@ static vc_status convert_ex(const char *in_path, const char *out_path, const cha
         goto out;
     }
     for (size_t i = 0; i < d->n_rows; i++) {
-        st = make ? make(d->rows[i], split, (int64_t)i, &rows[i]) : make_form(d->rows[i], split, (int64_t)i, form, &rows[i]);
+        st = make(d->rows[i], split, (int64_t)i, variant, &rows[i]);
         if (st) {
             vc_fail_ctx(st, "%s:%lld", in_path, (long long)d->lines[i]);
             goto out;
         }
         if (parquet) continue;
         char *text = vc_json_print(rows[i], 0);
-        int ok = text && sbuf_put(&b, text, strlen(text)) && sbuf_put(&b, "\n", 1);
+        if (text) vc_sb_puts(&b, text), vc_sb_puts(&b, "\n");
         free(text);
-        if (!ok) {
+        if (!text || b.oom) {
             st = vc_fail(VC_ERR_NOMEM, "%s: out of memory writing row %zu", out_path, i);
             goto out;
         }
@@ -255,23 +245,18 @@ out:
 }
 
 vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
-    return convert_ex(in_path, out_path, split, n_rows, NULL, vc_gsm8k_make_row_form, VC_GSM8K_RL, NULL);
+    return vc_dataset_convert(VC_DS_GSM8K, VC_GSM8K_RL, in_path, out_path, split, n_rows);
 }
 
 vc_status vc_gsm8k_convert_form(const char *in_path, const char *out_path, const char *split, vc_gsm8k_form form,
                                 size_t *n_rows) {
-    return convert_ex(in_path, out_path, split, n_rows, NULL, vc_gsm8k_make_row_form, form, NULL);
+    return vc_dataset_convert(VC_DS_GSM8K, form, in_path, out_path, split, n_rows);
 }
 
 vc_status vc_math_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
-    return convert_ex(in_path, out_path, split, n_rows, vc_math_make_row, NULL, VC_GSM8K_RL, NULL);
-}
-
-static vc_status geo3k_tool_row(const cJSON *raw, const char *split, int64_t index, cJSON **out) {
-    return vc_geo3k_make_row_tool(raw, split, index, 1, out);
+    return vc_dataset_convert(VC_DS_MATH, 0, in_path, out_path, split, n_rows);
 }
 
 vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char *split, int tool, size_t *n_rows) {
-    return convert_ex(in_path, out_path, split, n_rows, tool ? geo3k_tool_row : vc_geo3k_make_row, NULL, VC_GSM8K_RL,
-                      "images");
+    return vc_dataset_convert(VC_DS_GEO3K, tool, in_path, out_path, split, n_rows);
 }
