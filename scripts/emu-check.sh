@@ -67,9 +67,9 @@ models=$(ls -d "$SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null
 [ -n "$models" ] || { echo "no fixture models under $SHARED/fixtures/models"; exit 1; }
 # quick: every other fixture (in name order; full: all, and the CPU checks them all in the unit tests)
 [ "$MODE" = full ] || models=$(echo "$models" | awk 'NR % 2 == 1')
-# two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests and the fixtures, then
-# training, routing, the head, the profiler and the graphs; their reports in that order (quick: about 110 s a lane on
-# 2 cores of an AMD EPYC, 2026-12-07)
+# two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests, the fixtures and the
+# drafting test, then training, routing, the head, the profiler and the graphs; their reports in that order (quick:
+# 157 s and 123 s on 2 cores, 2026-12-08; 101 s and 177 s with the drafting test in the second lane)
 lane_ops() {
     LANE=a
     for t in table ops copy attn; do
@@ -82,6 +82,8 @@ lane_ops() {
         "$B/tests/cuda_test_cuda_attn_bf16" quick
     # shellcheck disable=SC2086
     step "verlc check --device cuda, f32 ($(echo "$models" | wc -w) fixtures)" "$B/verlc" check --device cuda $models
+    # (here, not in the training lane: 54 s that lane ended 75 s after this one without it, 2026-12-08)
+    step "infer_test_spec on cuda (drafting with the MTP layer: the same samples as without)" env VC_SPEC_DEVICE=cuda "$B/tests/infer_test_spec"
     return $fail
 }
 # the op profiler (VERLC_CUDA_PROFILE) and the emulator's counts (VC_EMU_STATS) on a short bf16 rollout
@@ -102,7 +104,6 @@ lane_train() {
     step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
     step "model_test_share on cuda (Mamba 2's and Mamba 1's shared prompt states)" env VC_SHARE_DEVICE=cuda "$B/tests/model_test_share"
     step "train_test_mtp on cuda (MTP training of five layouts and two depths against PyTorch)" env VC_MTP_DEVICE=cuda "$B/tests/train_test_mtp"
-    step "infer_test_spec on cuda (drafting with the MTP layer: the same samples as without)" env VC_SPEC_DEVICE=cuda "$B/tests/infer_test_spec"
     step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
     step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
     return $fail
