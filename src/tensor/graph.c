@@ -6,7 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_MIN ((size_t)64 << 20)
+/* a new chunk is twice the arena's last one, from 1 MiB up to 64 MiB (or the allocation's size where larger): a
+ * small graph (a decode step of a small model) maps a megabyte or two, not 64 MiB, and a large one reaches 64 MiB
+ * chunks after a few */
+#define CHUNK_FIRST ((size_t)1 << 20)
+#define CHUNK_MAX ((size_t)64 << 20)
 
 typedef struct chunk {
     struct chunk *next;
@@ -17,7 +21,7 @@ typedef struct chunk {
 
 typedef struct arena {
     chunk *head, *cur;
-    size_t used;
+    size_t used, last; /* last: the size of the chunk made last (0: none yet) */
 } arena;
 
 struct vc_graph {
@@ -176,7 +180,9 @@ static void *arena_alloc(vc_graph *g, arena *a, size_t bytes, const vc_backend *
     if (!c) {
         c = vc_calloc(1, sizeof *c);
         if (!c) goto oom;
-        c->size = bytes > CHUNK_MIN ? bytes : CHUNK_MIN;
+        size_t grow = a->last ? a->last * 2 : CHUNK_FIRST;
+        if (grow > CHUNK_MAX) grow = CHUNK_MAX;
+        c->size = bytes > grow ? bytes : grow;
         c->be = be;
         c->mem = be ? be->alloc(c->size) : aligned_alloc(64, c->size);
         if (!c->mem) {
@@ -184,6 +190,7 @@ static void *arena_alloc(vc_graph *g, arena *a, size_t bytes, const vc_backend *
             goto oom;
         }
         /* append at the end of the list so earlier chunks are reused first after a reset */
+        a->last = c->size;
         if (!a->head) a->head = c;
         else {
             chunk *t = a->head;
