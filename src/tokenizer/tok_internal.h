@@ -35,13 +35,16 @@ int tk_clean_up_spaces(tk_buf *b); /* transformers' clean_up_tokenization; 0 ok,
 
 /* ---- string -> int hash map and pair map (tok_util.c) ---- */
 typedef struct { char *k; uint32_t klen; uint32_t h; int32_t v; } tk_ent;
-typedef struct { tk_ent *e; uint32_t cap, n; } tk_smap;
+/* the keys' bytes lie in blocks the map owns (a tokenizer's 150k pieces: a few allocations, not one each) */
+typedef struct { tk_ent *e; uint32_t cap, n; char *block; size_t block_used, block_cap; } tk_smap;
 int tk_smap_put(tk_smap *m, const char *k, size_t klen, int32_t v); /* overwrites; 0 ok, -1 nomem */
+int tk_smap_reserve(tk_smap *m, size_t n); /* room for n entries without regrowing; 0 ok, -1 nomem */
 int32_t tk_smap_get(const tk_smap *m, const char *k, size_t klen);   /* -1 if absent */
 void tk_smap_free(tk_smap *m);
 
 typedef struct { uint64_t *k; int32_t *rank, *out; uint32_t cap, n; } tk_pmap;
 int tk_pmap_put(tk_pmap *m, int32_t a, int32_t b, int32_t rank, int32_t out);
+int tk_pmap_reserve(tk_pmap *m, size_t n); /* room for n pairs without regrowing; 0 ok, -1 nomem */
 int tk_pmap_get(const tk_pmap *m, int32_t a, int32_t b, int32_t *rank, int32_t *out); /* 1 found */
 void tk_pmap_free(tk_pmap *m);
 

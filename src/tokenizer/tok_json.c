@@ -290,6 +290,7 @@ static vc_status merges_parse(vc_tokenizer *t, const cJSON *merges, const char *
     int rank = 0;
     tk_buf cat = {0};
     vc_status st = VC_OK;
+    if (tk_pmap_reserve(&t->merges, t->merges.n + (size_t)cJSON_GetArraySize(merges))) return vc_fail(VC_ERR_NOMEM, "out of memory");
     cJSON_ArrayForEach(m, merges) {
         const char *a, *b; size_t al, bl;
         if (cJSON_IsString(m)) {
@@ -348,6 +349,7 @@ static vc_status model_parse(vc_tokenizer *t, const cJSON *m, const char *path) 
     if (strcmp(type, "BPE") && strcmp(type, "WordPiece") && strcmp(type, "WordLevel"))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: unknown model type `%s`", path, type);
     if (!cJSON_IsObject(vocab)) return vc_fail(VC_ERR_FORMAT, "%s: %s vocab is not an object", path, type);
+    if (tk_smap_reserve(&t->vocab, t->vocab.n + (size_t)cJSON_GetArraySize(vocab))) return vc_fail(VC_ERR_NOMEM, "out of memory");
     cJSON_ArrayForEach(e, vocab) {
         if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 1e8)
             return vc_fail(VC_ERR_FORMAT, "%s: vocab entry `%s` has a bad id", path, e->string);

@@ -141,8 +141,7 @@ static uint32_t hash_bytes(const char *k, size_t n) {
     return (uint32_t)(h ^ (h >> 32)) | 1u;
 }
 
-static int smap_grow(tk_smap *m) {
-    uint32_t cap = m->cap ? m->cap * 2 : 64;
+static int smap_grow_to(tk_smap *m, uint32_t cap) {
     tk_ent *e = calloc(cap, sizeof *e);
     if (!e) return -1;
     for (uint32_t i = 0; i < m->cap; i++) {
@@ -156,16 +155,47 @@ static int smap_grow(tk_smap *m) {
     return 0;
 }
 
+/* the capacity a map of n entries keeps (under 3/4 full) */
+static uint64_t smap_cap_for(size_t n) {
+    uint64_t cap = 64;
+    while ((n + 1) * 4 >= cap * 3) cap *= 2;
+    return cap;
+}
+
+int tk_smap_reserve(tk_smap *m, size_t n) {
+    uint64_t cap = smap_cap_for(n);
+    if (cap > UINT32_MAX / 2) return -1;
+    return cap > m->cap ? smap_grow_to(m, (uint32_t)cap) : 0;
+}
+
+/* a key's copy, NUL-terminated, in the map's blocks: a new block (the first previous one's address in its first bytes,
+ * for tk_smap_free) when the current one is full */
+#define SMAP_BLOCK ((size_t)64 << 10)
+static char *smap_key_copy(tk_smap *m, const char *k, size_t klen) {
+    size_t need = klen + 1;
+    if (!m->block || m->block_used + need > m->block_cap) {
+        size_t head = sizeof(char *), cap = need + head > SMAP_BLOCK ? need + head : SMAP_BLOCK;
+        char *b = malloc(cap);
+        if (!b) return NULL;
+        memcpy(b, &m->block, sizeof(char *));
+        m->block = b; m->block_used = head; m->block_cap = cap;
+    }
+    char *c = m->block + m->block_used;
+    memcpy(c, k, klen);
+    c[klen] = 0;
+    m->block_used += need;
+    return c;
+}
+
 int tk_smap_put(tk_smap *m, const char *k, size_t klen, int32_t v) {
-    if ((m->n + 1) * 4 >= m->cap * 3 && smap_grow(m)) return -1;
+    if ((m->n + 1) * 4 >= m->cap * 3 && smap_grow_to(m, m->cap ? m->cap * 2 : 64)) return -1;
     uint32_t h = hash_bytes(k, klen), j = h & (m->cap - 1);
     while (m->e[j].h) {
         if (m->e[j].h == h && m->e[j].klen == klen && !memcmp(m->e[j].k, k, klen)) { m->e[j].v = v; return 0; }
         j = (j + 1) & (m->cap - 1);
     }
-    char *c = malloc(klen + 1);
+    char *c = smap_key_copy(m, k, klen);
     if (!c) return -1;
-    memcpy(c, k, klen); c[klen] = 0;
     m->e[j].k = c; m->e[j].klen = (uint32_t)klen; m->e[j].h = h; m->e[j].v = v;
     m->n++;
     return 0;
@@ -182,7 +212,10 @@ int32_t tk_smap_get(const tk_smap *m, const char *k, size_t klen) {
 }
 
 void tk_smap_free(tk_smap *m) {
-    for (uint32_t i = 0; i < m->cap; i++) if (m->e[i].h) free(m->e[i].k);
+    for (char *b = m->block, *prev; b; b = prev) {
+        memcpy(&prev, b, sizeof prev);
+        free(b);
+    }
     free(m->e);
     memset(m, 0, sizeof *m);
 }
@@ -192,8 +225,7 @@ static uint32_t hash_pair(uint64_t k) {
     return (uint32_t)k;
 }
 
-static int pmap_grow(tk_pmap *m) {
-    uint32_t cap = m->cap ? m->cap * 2 : 1024;
+static int pmap_grow_to(tk_pmap *m, uint32_t cap) {
     uint64_t *k = malloc(cap * sizeof *k);
     int32_t *r = malloc(cap * sizeof *r), *o = malloc(cap * sizeof *o);
     if (!k || !r || !o) { free(k); free(r); free(o); return -1; }
@@ -209,8 +241,15 @@ static int pmap_grow(tk_pmap *m) {
     return 0;
 }
 
+int tk_pmap_reserve(tk_pmap *m, size_t n) {
+    uint64_t cap = 1024;
+    while ((n + 1) * 2 >= cap) cap *= 2;
+    if (cap > UINT32_MAX / 2) return -1;
+    return cap > m->cap ? pmap_grow_to(m, (uint32_t)cap) : 0;
+}
+
 int tk_pmap_put(tk_pmap *m, int32_t a, int32_t b, int32_t rank, int32_t out) {
-    if ((m->n + 1) * 2 >= m->cap && pmap_grow(m)) return -1;
+    if ((m->n + 1) * 2 >= m->cap && pmap_grow_to(m, m->cap ? m->cap * 2 : 1024)) return -1;
     uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
     uint32_t j = hash_pair(key) & (m->cap - 1);
     while (m->k[j] != UINT64_MAX) {
