@@ -68,18 +68,17 @@ models=$(ls -d "$SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null
 # quick: every other fixture (in name order; full: all, and the CPU checks them all in the unit tests)
 [ "$MODE" = full ] || models=$(echo "$models" | awk 'NR % 2 == 1')
 # two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests, the fixtures and the
-# drafting test, then training, routing, the head, the profiler and the graphs; their reports in that order (quick:
-# 157 s and 123 s on 2 cores, 2026-12-08; 101 s and 177 s with the drafting test in the second lane)
+# drafting test, then the op table, the small bf16 attention cases, training, routing, the head, the profiler and the
+# graphs; their reports in that order (quick: 169 s and 129 s on 2 cores in a CI run, 2026-12-08, with the table and
+# the bf16 cases in the first lane; 101 s and 177 s with the drafting test in the second)
 lane_ops() {
     LANE=a
-    for t in table ops copy attn; do
+    for t in ops copy attn; do
         step "cuda_test_cuda_$t (threads in forward order)" "$B/tests/cuda_test_cuda_$t"
         # the attention kernels, the most barrier-laden, in reverse order too; every test in full mode
         [ $t = attn ] || [ "$MODE" = full ] &&
             step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
     done
-    [ "$MODE" = full ] || step "cuda_test_cuda_attn_bf16 quick (the small cases: mma.sync and WMMA kernels)" \
-        "$B/tests/cuda_test_cuda_attn_bf16" quick
     # shellcheck disable=SC2086
     step "verlc check --device cuda, f32 ($(echo "$models" | wc -w) fixtures)" "$B/verlc" check --device cuda $models
     # (here, not in the training lane: 54 s that lane ended 75 s after this one without it, 2026-12-08)
@@ -98,6 +97,13 @@ profile_check() {
 }
 lane_train() {
     LANE=b
+    # (the op table's test and the small bf16 attention cases here, not in the first lane: it ended 40 s after this one
+    # with them, 169 s and 129 s in a CI run of 2026-12-08)
+    step "cuda_test_cuda_table (threads in forward order)" "$B/tests/cuda_test_cuda_table"
+    [ "$MODE" = full ] &&
+        step "cuda_test_cuda_table (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_table"
+    [ "$MODE" = full ] || step "cuda_test_cuda_attn_bf16 quick (the small cases: mma.sync and WMMA kernels)" \
+        "$B/tests/cuda_test_cuda_attn_bf16" quick
     # two emulated devices: NCCL takes a GPU per rank (on one, the 2-rank NCCL job is refused)
     step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" env VC_EMU_DEVICES=2 "$B/tests/cuda_test_cuda_train"
     step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
