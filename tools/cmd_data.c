@@ -15,6 +15,7 @@ static int usage(void) {
     fprintf(stderr, "usage: verlc data gsm8k|math|geo3k|geo3k_multiturn_w_tool --input DIR --out DIR [--parquet]\n"
                     "       verlc data gsm8k_multiturn_w_tool|gsm8k_tool_agent_loop|gsm8k_multiturn_sft --input DIR --out DIR "
                     "[--parquet]\n"
+                    "       verlc data full_hh_rlhf --split sft|rm|rl --input DIR --out DIR [--parquet]\n"
                     "       verlc data jsonl --input F.parquet|F.jsonl --out O.jsonl\n"
                     "       verlc data parquet --input F.jsonl|F.parquet --out O.parquet\n"
                     "  gsm8k / math: GSM8K ({question, answer}; DIR/train.jsonl, DIR/train.parquet or Hugging Face's\n"
@@ -25,8 +26,59 @@ static int usage(void) {
                     "  forms as verl's scripts of those names make them (tool-calling prompts, agent loop, SFT messages);\n"
                     "  geo3k: hiyouga/geometry3k ({images, problem, answer}; DIR/data/train-00000-of-00001.parquet) as\n"
                     "  geo3k.py makes it, the images written as Hugging Face datasets' Image feature\n"
+                    "  full_hh_rlhf: Dahoas/full-hh-rlhf's train rows (DIR/data/train-00000-of-00001.parquet) as verl's\n"
+                    "  full_hh_rlhf.py makes them: DIR/sft/train, DIR/rm/train and test (75%% and 25%%), or DIR/rl/train\n"
                     "  jsonl / parquet: the rows verlc reads from a Parquet or JSONL file, written as JSONL / Parquet\n");
     return 2;
+}
+
+/* in's file of a split: JSONL, or Parquet as named by hand or in a Hugging Face dataset's layout (hub: its folder,
+ * main/ in openai/gsm8k, data/ in DigitalLearningGmbH/MATH-lighteval, hiyouga/geometry3k, Dahoas/full-hh-rlhf); none
+ * there: the JSONL name, for the message (NULL: out of memory) */
+static char *source(const char *in, const char *hub, const char *split) {
+    char name[96], *src = NULL;
+    for (int k = 0; k < 4; k++) {
+        if (k == 2) snprintf(name, sizeof name, "%s/%s-00000-of-00001.parquet", hub, split);
+        else snprintf(name, sizeof name, "%s.%s", split, k == 1 ? "parquet" : "jsonl");
+        free(src);
+        src = vc_path_join(in, name);
+        if (k == 3 || (src && vc_file_exists(src))) break;
+    }
+    return src;
+}
+
+/* Dahoas/full-hh-rlhf's train rows in full_hh_rlhf.py's --split form (sft, rm or rl) */
+static int cmd_hh_rlhf(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *split = NULL;
+    int parquet = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--parquet")) parquet = 1;
+        else if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--split") && i + 1 < argc) split = argv[++i];
+        else {
+            fprintf(stderr, "verlc data full_hh_rlhf: unknown argument '%s'\n", argv[i]);
+            return usage();
+        }
+    }
+    static const char *const NAMES[3] = { "sft", "rm", "rl" };
+    int kind = -1;
+    for (int k = 0; split && k < 3; k++)
+        if (!strcmp(split, NAMES[k])) kind = k;
+    if (!in || !out || kind < 0) {
+        if (split && kind < 0) fprintf(stderr, "verlc data full_hh_rlhf: --split %s: not sft, rm or rl\n", split);
+        return usage();
+    }
+    char *src = source(in, "data", "train");
+    size_t n[2] = { 0, 0 };
+    vc_status st = !src ? VC_ERR_NOMEM : vc_hh_rlhf_convert(src, out, (vc_hh_split)kind, parquet ? "parquet" : "jsonl", n);
+    if (st) fprintf(stderr, "verlc data full_hh_rlhf: %s\n", vc_last_error());
+    else {
+        printf("train: %zu rows -> %s/%s/train.%s\n", n[0], out, NAMES[kind], parquet ? "parquet" : "jsonl");
+        if (kind == VC_HH_RM) printf("test: %zu rows -> %s/rm/test.%s\n", n[1], out, parquet ? "parquet" : "jsonl");
+    }
+    free(src);
+    return st ? 1 : 0;
 }
 
 /* GSM8K, MATH or Geometry3K (in a verl script's variant) from their Hugging Face files or JSONL into verl's rows */
@@ -50,19 +102,11 @@ static int cmd_dataset(int argc, char **argv, vc_dataset ds, int variant) {
     }
     const char *splits[2] = { "train", "test" };
     for (int s = 0; s < 2; s++) {
-        char file[32], src_name[64];
+        char file[32];
         snprintf(file, sizeof file, "%s.%s", splits[s], parquet ? "parquet" : "jsonl");
         /* JSONL, or Parquet as named by hand or in Hugging Face's openai/gsm8k (main/train-00000-of-00001.parquet),
          * DigitalLearningGmbH/MATH-lighteval or hiyouga/geometry3k (data/train-00000-of-00001.parquet) */
-        const char *forms[] = { "%s.jsonl", "%s.parquet",
-                                ds != VC_DS_GSM8K ? "data/%s-00000-of-00001.parquet" : "main/%s-00000-of-00001.parquet" };
-        char *src = NULL;
-        for (int k = 0; k < 4; k++) { /* none there: the JSONL name, for the message */
-            snprintf(src_name, sizeof src_name, forms[k % 3], splits[s]);
-            free(src);
-            src = vc_path_join(in, src_name);
-            if (k == 3 || (src && vc_file_exists(src))) break;
-        }
+        char *src = source(in, ds != VC_DS_GSM8K ? "data" : "main", splits[s]);
         char *dst = vc_path_join(out, file);
         size_t n = 0;
         vc_status st = !src || !dst ? VC_ERR_NOMEM : vc_dataset_convert(ds, variant, src, dst, splits[s], &n);
@@ -113,6 +157,7 @@ int vc_cmd_data(int argc, char **argv) {
         { "math", VC_DS_MATH, 0 }, { "geo3k", VC_DS_GEO3K, 0 }, { "geo3k_multiturn_w_tool", VC_DS_GEO3K, 1 } };
     for (size_t i = 0; i < sizeof SETS / sizeof SETS[0]; i++)
         if (!strcmp(argv[1], SETS[i].name)) return cmd_dataset(argc - 1, argv + 1, SETS[i].ds, SETS[i].variant);
+    if (!strcmp(argv[1], "full_hh_rlhf")) return cmd_hh_rlhf(argc - 1, argv + 1);
     if (!strcmp(argv[1], "jsonl")) return cmd_convert(argc - 1, argv + 1, 0);
     if (!strcmp(argv[1], "parquet")) return cmd_convert(argc - 1, argv + 1, 1);
     fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);

@@ -145,6 +145,27 @@ typedef enum { VC_DS_GSM8K, VC_DS_MATH, VC_DS_GEO3K } vc_dataset;
 vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, const char *out_path, const char *split,
                              size_t *n_rows);
 
+/* rows to out_path: Parquet where its name ends in .parquet (hf: with datasets' `huggingface` metadata, the columns
+ * named in images as its Image feature, as datasets' to_parquet writes them; else as pandas' to_parquet), else JSONL */
+vc_status vc_rows_write(const char *out_path, struct cJSON *const *rows, size_t n, int hf, const char *const *images,
+                        int n_images);
+
+/* ---- Dahoas/full-hh-rlhf (verl examples/data_preprocess/full_hh_rlhf.py) -------------------------------------
+ * From its train rows ({prompt, response, chosen, rejected}), as the script's --split makes them:
+ * VC_HH_SFT: train, two {prompt, response} rows a pair (the chosen answer, then the rejected one);
+ * VC_HH_RM: train and test, {prompt, chosen, rejected}, datasets' slices train[:75%] and train[-25%:] of the rows (their
+ *   boundaries rounded to the nearest, ties to even, as datasets rounds them: the two overlap or leave rows out on
+ *   small sets as there);
+ * VC_HH_RL: train, each row's columns but `response` (the prompt as one user message) and then data_source, ability
+ *   "alignment", a model reward with the response as its ground truth, extra_info {split, index}.
+ * out_dir gets sft/train, rm/train and rm/test, or rl/train, each .EXT (jsonl or parquet); n_rows[0..1] the rows of
+ * train and test (0 where none is written) */
+typedef enum { VC_HH_SFT, VC_HH_RM, VC_HH_RL } vc_hh_split;
+vc_status vc_hh_rlhf_convert(const char *in_path, const char *out_dir, vc_hh_split split, const char *ext,
+                             size_t n_rows[2]);
+/* datasets' rows of train[:75%] (*train_end: rows [0, end)) and train[-25%:] (*test_start: rows [start, n)) of n */
+void vc_hh_rm_slices(size_t n, size_t *train_end, size_t *test_start);
+
 /* ---- epoch iteration ---------------------------------------------------------------------------- */
 typedef struct vc_epoch_iter {
     size_t n_rows, batch_size;

@@ -200,18 +200,35 @@ static vc_status gsm8k_row(const cJSON *raw, const char *split, int64_t index, i
     return vc_gsm8k_make_row_form(raw, split, index, (vc_gsm8k_form)variant, out);
 }
 
+/* rows to out_path: Parquet where its name ends in .parquet (hf: with datasets' metadata, the columns named in images as
+ * its Image feature), else JSONL */
+vc_status vc_rows_write(const char *out_path, cJSON *const *rows, size_t n, int hf, const char *const *images,
+                        int n_images) {
+    size_t len = strlen(out_path);
+    if (len > 8 && !strcmp(out_path + len - 8, ".parquet"))
+        return hf ? vc_parquet_write_hf(out_path, rows, n, images, n_images) : vc_parquet_write(out_path, rows, n);
+    vc_strbuf b = { 0 };
+    for (size_t i = 0; i < n && !b.oom; i++) {
+        char *text = vc_json_print(rows[i], 0);
+        if (!text) b.oom = 1;
+        else vc_sb_puts(&b, text), vc_sb_puts(&b, "\n");
+        free(text);
+    }
+    vc_status st = b.oom ? vc_fail(VC_ERR_NOMEM, "%s: out of memory writing its rows", out_path)
+                         : vc_write_file_atomic(out_path, b.p ? b.p : "", b.n);
+    free(b.p);
+    return st;
+}
+
 vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, const char *out_path, const char *split,
                              size_t *n_rows) {
     vc_status (*make)(const cJSON *, const char *, int64_t, int, cJSON **) =
         ds == VC_DS_GSM8K ? gsm8k_row : ds == VC_DS_MATH ? math_row : vc_geo3k_make_row_tool;
     const char *images = ds == VC_DS_GEO3K ? "images" : NULL; /* (written as datasets' Image feature) */
     vc_jsonl *d = NULL;
-    vc_strbuf b = { 0 };
     if (n_rows) *n_rows = 0;
     vc_status st = vc_jsonl_read(in_path, VC_JSONL_STRICT, &d);
     if (st) return st;
-    size_t len = strlen(out_path);
-    int parquet = len > 8 && !strcmp(out_path + len - 8, ".parquet"); /* (as verl's gsm8k.py writes them) */
     cJSON **rows = calloc(d->n_rows + 1, sizeof *rows);
     if (!rows) {
         st = vc_fail(VC_ERR_NOMEM, "%s: out of memory", out_path);
@@ -223,23 +240,13 @@ vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, co
             vc_fail_ctx(st, "%s:%lld", in_path, (long long)d->lines[i]);
             goto out;
         }
-        if (parquet) continue;
-        char *text = vc_json_print(rows[i], 0);
-        if (text) vc_sb_puts(&b, text), vc_sb_puts(&b, "\n");
-        free(text);
-        if (!text || b.oom) {
-            st = vc_fail(VC_ERR_NOMEM, "%s: out of memory writing row %zu", out_path, i);
-            goto out;
-        }
     }
-    st = parquet && images ? vc_parquet_write_hf(out_path, rows, d->n_rows, &images, 1)
-         : parquet         ? vc_parquet_write(out_path, rows, d->n_rows)
-                           : vc_write_file_atomic(out_path, b.p ? b.p : "", b.n);
+    /* (as verl's scripts write them: geo3k.py's through datasets, the others through pandas) */
+    st = vc_rows_write(out_path, rows, d->n_rows, images != NULL, &images, images ? 1 : 0);
     if (!st && n_rows) *n_rows = d->n_rows;
 out:
     for (size_t i = 0; rows && i < d->n_rows; i++) cJSON_Delete(rows[i]);
     free(rows);
-    free(b.p);
     vc_jsonl_free(d);
     return st;
 }

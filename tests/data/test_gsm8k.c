@@ -2,6 +2,8 @@
 #include "verlc/data.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static void test_extract(void) {
@@ -249,7 +251,68 @@ static void test_math(void) {
     rmdir(dir);
 }
 
+/* Dahoas/full-hh-rlhf (tests/fixtures/hh_rlhf, tools/fixtures/make_hh_rlhf_fixture.py): the sft, rm and rl files verl's
+ * full_hh_rlhf.py made of 6 rows equal verlc's, in verl's column order (rl keeps the columns datasets' map kept); the
+ * reward-model slices as datasets cuts train[:75%] and train[-25%:] of 1 to 40 rows; a row without its answer refused
+ * naming the line and key */
+static void test_hh_rlhf(void) {
+    char dir[] = "/tmp/vc_hh_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    const char *in = "tests/fixtures/hh_rlhf/hub/data/train-00000-of-00001.parquet";
+    static const struct { vc_hh_split split; const char *file; size_t n; } F[] = {
+        { VC_HH_SFT, "sft/train", 12 }, { VC_HH_RM, "rm/train", 4 }, { VC_HH_RM, "rm/test", 2 }, { VC_HH_RL, "rl/train", 6 } };
+    for (int i = 0; i < 4; i++) {
+        size_t n[2] = { 0, 0 }, na = 0, nb = 0;
+        CHECK_OK(vc_hh_rlhf_convert(in, dir, F[i].split, "parquet", n));
+        char got[256], want[256];
+        snprintf(got, sizeof got, "%s/%s.parquet", dir, F[i].file);
+        snprintf(want, sizeof want, "tests/fixtures/hh_rlhf/verl/%s.parquet", F[i].file);
+        long same = same_rows(got, want, &na, &nb);
+        CHECK_MSG(n[i == 2] == F[i].n && na == F[i].n && nb == F[i].n && same == (long)F[i].n,
+                  "full_hh_rlhf %s: %ld of %zu rows as verl's (%zu written)", F[i].file, same, nb, n[i == 2]);
+    }
+    char *text = NULL;
+    CHECK_OK(vc_read_file("tests/fixtures/hh_rlhf/slices.json", &text, NULL));
+    cJSON *sl = text ? cJSON_Parse(text) : NULL;
+    int checked = 0;
+    for (const cJSON *e = sl ? sl->child : NULL; e; e = e->next, checked++) {
+        size_t end, start, n = (size_t)atoi(e->string);
+        vc_hh_rm_slices(n, &end, &start);
+        CHECK_MSG(end == (size_t)cJSON_GetArrayItem(e, 0)->valueint && start == (size_t)cJSON_GetArrayItem(e, 1)->valueint,
+                  "%zu rows: train[:75%%] ends at %zu, train[-25%%:] starts at %zu; datasets: %d, %d", n, end, start,
+                  cJSON_GetArrayItem(e, 0)->valueint, cJSON_GetArrayItem(e, 1)->valueint);
+    }
+    CHECK(checked == 40);
+    cJSON_Delete(sl);
+    free(text);
+    char *bad = vc_path_join(dir, "bad.jsonl");
+    const char *rows = "{\"prompt\": \"a\", \"chosen\": \"b\", \"rejected\": \"c\"}\n"
+                       "{\"prompt\": \"a\", \"chosen\": 3, \"rejected\": \"c\"}\n";
+    CHECK_OK(vc_write_file_atomic(bad, rows, strlen(rows)));
+    size_t n[2];
+    CHECK(vc_hh_rlhf_convert(bad, dir, VC_HH_SFT, "jsonl", n) == VC_ERR_FORMAT);
+    CHECK_MSG(strstr(vc_last_error(), "bad.jsonl:2") && strstr(vc_last_error(), "`chosen` is not a string"), "%s",
+              vc_last_error());
+    CHECK(vc_hh_rlhf_convert(bad, dir, VC_HH_RL, "jsonl", n) == VC_ERR_FORMAT); /* (no response) */
+    CHECK_MSG(strstr(vc_last_error(), "bad.jsonl:1") && strstr(vc_last_error(), "`response` is missing"), "%s",
+              vc_last_error());
+    free(bad);
+    const char *bin = getenv("VERLC_BIN");
+    char cmd[1024];
+    if (bin) { /* the CLI finds the hub layout's file; an unknown split is refused */
+        snprintf(cmd, sizeof cmd, "%s data full_hh_rlhf --split rm --input tests/fixtures/hh_rlhf/hub --out %s/cli | "
+                 "grep -q 'test: 2 rows' && test -s %s/cli/rm/train.jsonl", bin, dir, dir);
+        CHECK(system(cmd) == 0);
+        snprintf(cmd, sizeof cmd, "%s data full_hh_rlhf --split ppo --input tests/fixtures/hh_rlhf/hub --out %s/cli 2>&1 | "
+                 "grep -q 'split ppo: not sft, rm or rl'", bin, dir);
+        CHECK(system(cmd) == 0);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void) {
+    test_hh_rlhf();
     test_math();
     test_forms();
     test_geo3k();
