@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: verlc data gsm8k|math|geo3k|geo3k_multiturn_w_tool --input DIR --out DIR [--parquet]\n"
+    fprintf(stderr, "usage: verlc data gsm8k|math|geo3k|geo3k_multiturn_w_tool|hellaswag --input DIR --out DIR [--parquet]\n"
                     "       verlc data gsm8k_multiturn_w_tool|gsm8k_tool_agent_loop|gsm8k_multiturn_sft --input DIR --out DIR "
                     "[--parquet]\n"
                     "       verlc data full_hh_rlhf --split sft|rm|rl --input DIR --out DIR [--parquet]\n"
@@ -26,6 +26,8 @@ static int usage(void) {
                     "  forms as verl's scripts of those names make them (tool-calling prompts, agent loop, SFT messages);\n"
                     "  geo3k: hiyouga/geometry3k ({images, problem, answer}; DIR/data/train-00000-of-00001.parquet) as\n"
                     "  geo3k.py makes it, the images written as Hugging Face datasets' Image feature\n"
+                    "  hellaswag: Rowan/hellaswag (DIR/data/{train,validation,test}-00000-of-00001.parquet) as verl's\n"
+                    "  hellaswag.py makes it: rows with a label, their endings as a model reward's choices\n"
                     "  full_hh_rlhf: Dahoas/full-hh-rlhf's train rows (DIR/data/train-00000-of-00001.parquet) as verl's\n"
                     "  full_hh_rlhf.py makes them: DIR/sft/train, DIR/rm/train and test (75%% and 25%%), or DIR/rl/train\n"
                     "  jsonl / parquet: the rows verlc reads from a Parquet or JSONL file, written as JSONL / Parquet\n");
@@ -100,8 +102,8 @@ static int cmd_dataset(int argc, char **argv, vc_dataset ds, int variant) {
         fprintf(stderr, "verlc data %s: %s\n", name, vc_last_error());
         return 1;
     }
-    const char *splits[2] = { "train", "test" };
-    for (int s = 0; s < 2; s++) {
+    const char *splits[3] = { "train", ds == VC_DS_HELLASWAG ? "validation" : "test", "test" };
+    for (int s = 0; s < (ds == VC_DS_HELLASWAG ? 3 : 2); s++) {
         char file[32];
         snprintf(file, sizeof file, "%s.%s", splits[s], parquet ? "parquet" : "jsonl");
         /* JSONL, or Parquet as named by hand or in Hugging Face's openai/gsm8k (main/train-00000-of-00001.parquet),
@@ -154,7 +156,8 @@ int vc_cmd_data(int argc, char **argv) {
     static const struct { const char *name; vc_dataset ds; int variant; } SETS[] = { /* verl's scripts' names */
         { "gsm8k", VC_DS_GSM8K, VC_GSM8K_RL }, { "gsm8k_multiturn_w_tool", VC_DS_GSM8K, VC_GSM8K_W_TOOL },
         { "gsm8k_tool_agent_loop", VC_DS_GSM8K, VC_GSM8K_AGENT_LOOP }, { "gsm8k_multiturn_sft", VC_DS_GSM8K, VC_GSM8K_SFT },
-        { "math", VC_DS_MATH, 0 }, { "geo3k", VC_DS_GEO3K, 0 }, { "geo3k_multiturn_w_tool", VC_DS_GEO3K, 1 } };
+        { "math", VC_DS_MATH, 0 }, { "geo3k", VC_DS_GEO3K, 0 }, { "geo3k_multiturn_w_tool", VC_DS_GEO3K, 1 },
+        { "hellaswag", VC_DS_HELLASWAG, 0 } };
     for (size_t i = 0; i < sizeof SETS / sizeof SETS[0]; i++)
         if (!strcmp(argv[1], SETS[i].name)) return cmd_dataset(argc - 1, argv + 1, SETS[i].ds, SETS[i].variant);
     if (!strcmp(argv[1], "full_hh_rlhf")) return cmd_hh_rlhf(argc - 1, argv + 1);

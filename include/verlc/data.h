@@ -140,8 +140,8 @@ vc_status vc_geo3k_make_row_tool(const struct cJSON *raw, const char *split, int
 vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char *split, int tool, size_t *n_rows);
 
 /* any of the above: in_path's rows (JSONL or Parquet) to verl's rows in out_path (JSONL, or Parquet by its name);
- * variant: GSM8K's vc_gsm8k_form, Geometry3K's tool (1), 0 for MATH */
-typedef enum { VC_DS_GSM8K, VC_DS_MATH, VC_DS_GEO3K } vc_dataset;
+ * variant: GSM8K's vc_gsm8k_form, Geometry3K's tool (1), 0 for MATH and HellaSwag (vc_hellaswag_convert) */
+typedef enum { VC_DS_GSM8K, VC_DS_MATH, VC_DS_GEO3K, VC_DS_HELLASWAG } vc_dataset;
 vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, const char *out_path, const char *split,
                              size_t *n_rows);
 
@@ -165,6 +165,14 @@ vc_status vc_hh_rlhf_convert(const char *in_path, const char *out_dir, vc_hh_spl
                              size_t n_rows[2]);
 /* datasets' rows of train[:75%] (*train_end: rows [0, end)) and train[-25%:] (*test_start: rows [start, n)) of n */
 void vc_hh_rm_slices(size_t n, size_t *train_end, size_t *test_start);
+
+/* ---- Rowan/hellaswag (verl examples/data_preprocess/hellaswag.py) ------------------------------------------------
+ * in_path's rows (JSONL or Parquet) with a label to out_path (JSONL, or Parquet by its name, with datasets' metadata):
+ * each row's columns, then data_source, prompt (one user message: activity_label + ": " + ctx_a + " " +
+ * ctx_b.capitalize(), through the script's preprocess()), ability "nlp", a model reward {eval multiple_choice,
+ * ground_truth int(label), choices: the endings preprocessed}, extra_info {split, index among the kept rows};
+ * rows whose label is "" left out (all of the test split's) */
+vc_status vc_hellaswag_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows);
 
 /* ---- epoch iteration ---------------------------------------------------------------------------- */
 typedef struct vc_epoch_iter {

@@ -222,6 +222,8 @@ vc_status vc_rows_write(const char *out_path, cJSON *const *rows, size_t n, int 
 
 vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, const char *out_path, const char *split,
                              size_t *n_rows) {
+    size_t n_dummy;
+    if (ds == VC_DS_HELLASWAG) return vc_hellaswag_convert(in_path, out_path, split, n_rows ? n_rows : &n_dummy);
     vc_status (*make)(const cJSON *, const char *, int64_t, int, cJSON **) =
         ds == VC_DS_GSM8K ? gsm8k_row : ds == VC_DS_MATH ? math_row : vc_geo3k_make_row_tool;
     const char *images = ds == VC_DS_GEO3K ? "images" : NULL; /* (written as datasets' Image feature) */

@@ -199,20 +199,6 @@ static char *parse_latex(const char *e) {
     return r;
 }
 
-/* str.lower() code point by code point */
-static char *py_lower(const char *s) {
-    size_t n = strlen(s);
-    char *out = malloc(4 * n + 1), *o = out;
-    if (!out) return NULL;
-    for (const char *p = s; *p;) {
-        int32_t c;
-        p += vc_rs_next_cp(p, &c);
-        o += utf8proc_encode_char(utf8proc_tolower(c), (utf8proc_uint8_t *)o);
-    }
-    *o = 0;
-    return out;
-}
-
 
 /* grader._normalize */
 static char *normalize(const char *in, int flavor) {
@@ -245,7 +231,7 @@ static char *normalize(const char *in, int flavor) {
     }
     if (!re_sub(&e, RE_MINUS, "-") || !re_sub(&e, RE_MIXED, "\\1+\\2")) goto fail;
     if (flavor != VC_PRM_PRIME && (!replace(&e, " ", "") || !replace(&e, "{", "") || !replace(&e, "}", ""))) goto fail;
-    char *l = py_lower(e);
+    char *l = vc_rs_py_case(e, 0);
     free(e);
     if (!(e = l)) return NULL;
     if (str_is_int(e)) {

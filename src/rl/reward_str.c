@@ -83,6 +83,60 @@ char *vc_rs_py_strip(const char *s) {
     return vc_rs_ndup(s, end);
 }
 
+/* Unicode's Cased (approximately: a letter of category Lu, Ll or Lt, or one with another case) and Case_Ignorable
+ * (Mn, Me, Cf, Lm, Sk and the apostrophes, periods and colons of Word_Break MidLetter / MidNumLet / Single_Quote) */
+static int is_cased(int32_t c) {
+    utf8proc_category_t g = utf8proc_category(c);
+    return g == UTF8PROC_CATEGORY_LU || g == UTF8PROC_CATEGORY_LL || g == UTF8PROC_CATEGORY_LT ||
+           utf8proc_tolower(c) != c || utf8proc_toupper(c) != c;
+}
+static int is_case_ignorable(int32_t c) {
+    static const int32_t mid[] = { 0x27, 0x2E, 0x3A, 0xB7, 0x387, 0x5F4, 0x2018, 0x2019, 0x2024, 0x2027, 0xFE13, 0xFE52,
+                                   0xFE55, 0xFF07, 0xFF0E, 0xFF1A };
+    utf8proc_category_t g = utf8proc_category(c);
+    if (g == UTF8PROC_CATEGORY_MN || g == UTF8PROC_CATEGORY_ME || g == UTF8PROC_CATEGORY_CF || g == UTF8PROC_CATEGORY_LM ||
+        g == UTF8PROC_CATEGORY_SK) return 1;
+    for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++)
+        if (c == mid[i]) return 1;
+    return 0;
+}
+
+/* the code point before s + at (at > 0), and its start */
+static int32_t prev_cp(const char *s, size_t *at) {
+    size_t i = *at - 1;
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80) i--;
+    int32_t c;
+    vc_rs_next_cp(s + i, &c);
+    *at = i;
+    return c;
+}
+
+/* capital sigma at s[i, i + 2) in Python's Final_Sigma context: cased (case-ignorable)* SIGMA !((case-ignorable)* cased) */
+static int final_sigma(const char *s, size_t i) {
+    size_t j = i;
+    int32_t c = 0;
+    while (j > 0 && is_case_ignorable(c = prev_cp(s, &j))) c = 0;
+    if (!c || !is_cased(c)) return 0;
+    for (j = i + 2; s[j]; j += vc_rs_next_cp(s + j, &c))
+        if (vc_rs_next_cp(s + j, &c), !is_case_ignorable(c)) return !is_cased(c);
+    return 1;
+}
+
+char *vc_rs_py_case(const char *s, int capitalize) {
+    char *out = malloc(4 * strlen(s) + 1), *o = out; /* (a lowered code point is at most 4 bytes: U+0130 two of 1 + 2) */
+    if (!out) return NULL;
+    int32_t c;
+    for (size_t i = 0, k; s[i]; i += k) {
+        k = vc_rs_next_cp(s + i, &c);
+        if (capitalize && i == 0) o += utf8proc_encode_char(utf8proc_totitle(c), (utf8proc_uint8_t *)o);
+        else if (c == 0x130) memcpy(o, "i\xCC\x87", 3), o += 3;
+        else if (c == 0x3A3 && final_sigma(s, i)) memcpy(o, "\xCF\x82", 2), o += 2;
+        else o += utf8proc_encode_char(utf8proc_tolower(c), (utf8proc_uint8_t *)o);
+    }
+    *o = 0;
+    return out;
+}
+
 vc_status vc_rs_check_texts(const char *who, const char *solution, const char *ground_truth) {
     if (!solution || !ground_truth) return vc_fail(VC_ERR_ARG, "%s: solution and ground truth are required", who);
     if (!vc_rs_valid_utf8(solution) || !vc_rs_valid_utf8(ground_truth))

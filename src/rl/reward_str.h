@@ -28,6 +28,12 @@ vc_status vc_rs_check_texts(const char *who, const char *solution, const char *g
 /* Concatenation of up to 6 strings (NULLs ignored). */
 char *vc_rs_cat(const char *a, const char *b, const char *c, const char *d, const char *e, const char *f);
 
+/* Python's str.lower() (capitalize 0) or str.capitalize() (1: the first character's title case, the rest lowered), on
+ * valid UTF-8, malloc'd: Unicode's simple case mappings (utf8proc) and the two context rules Python applies, capital
+ * sigma's final form after a cased letter not followed by one, and U+0130 lowered to "i" and a combining dot;
+ * Unicode's other multi-character mappings (a title-cased initial 'ß' -> "Ss", ligatures) are left single. */
+char *vc_rs_py_case(const char *s, int capitalize);
+
 /* ---- Python `re` on UTF-8 text (reward_re.c): Oniguruma with its Python syntax. The text must be valid
  * UTF-8; a compiled pattern may be used by several threads at once (each call has its own match region). */
 struct re_pattern_buffer; /* Oniguruma's regex_t */

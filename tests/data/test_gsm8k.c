@@ -311,7 +311,51 @@ static void test_hh_rlhf(void) {
     CHECK(system(cmd) == 0);
 }
 
+/* Rowan/hellaswag (tests/fixtures/hellaswag, tools/fixtures/make_hellaswag_fixture.py): the rows verl's hellaswag.py
+ * made (its preprocess() on WikiHow's brackets and [title] markers, capitalize's final sigma, U+0130 and title-case
+ * digraph; rows without a label left out, the test split's all) equal verlc's; a bad label or missing context refused
+ * naming the line and key */
+static void test_hellaswag(void) {
+    char dir[] = "/tmp/vc_hs_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    static const struct { const char *split; size_t n; } F[] = { { "train", 5 }, { "validation", 3 }, { "test", 0 } };
+    for (int i = 0; i < 3; i++) {
+        char in[256], want[256], *out = vc_path_join(dir, "o.parquet");
+        snprintf(in, sizeof in, "tests/fixtures/hellaswag/hub/data/%s-00000-of-00001.parquet", F[i].split);
+        snprintf(want, sizeof want, "tests/fixtures/hellaswag/verl/%s.parquet", F[i].split);
+        size_t n = 9, na = 9, nb = 9;
+        CHECK_OK(vc_dataset_convert(VC_DS_HELLASWAG, 0, in, out, F[i].split, &n));
+        long same = same_rows(out, want, &na, &nb);
+        CHECK_MSG(n == F[i].n && na == n && nb == n && same == (long)n, "hellaswag %s: %ld of %zu rows as verl's (%zu)",
+                  F[i].split, same, nb, n);
+        unlink(out);
+        free(out);
+    }
+    static const struct { const char *row, *msg; } BAD[] = {
+        { "{\"activity_label\": \"a\", \"ctx_a\": \"b\", \"ctx_b\": \"c\", \"endings\": [\"d\"], \"label\": \"x1\"}",
+          "`label` \"x1\" is not an integer" },
+        { "{\"activity_label\": \"a\", \"ctx_a\": \"b\", \"endings\": [\"d\"], \"label\": \"1\"}", "`ctx_b` is missing" },
+        { "{\"activity_label\": \"a\", \"ctx_a\": \"b\", \"ctx_b\": \"c\", \"endings\": \"d\", \"label\": \"1\"}",
+          "`endings` is not a list" },
+        { "{\"activity_label\": \"a\", \"ctx_a\": \"b\", \"ctx_b\": \"c\", \"endings\": [\"d\"], \"label\": 1}",
+          "`label` is not a string" } };
+    char *bad = vc_path_join(dir, "bad.jsonl"), *out = vc_path_join(dir, "o.jsonl");
+    for (int i = 0; i < 4; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"label\": \"\"}\n%s\n", BAD[i].row);
+        CHECK_OK(vc_write_file_atomic(bad, text, strlen(text)));
+        size_t n;
+        CHECK(vc_dataset_convert(VC_DS_HELLASWAG, 0, bad, out, "train", &n) == VC_ERR_FORMAT);
+        CHECK_MSG(strstr(vc_last_error(), "bad.jsonl:2") && strstr(vc_last_error(), BAD[i].msg), "%s", vc_last_error());
+    }
+    unlink(bad);
+    free(bad);
+    free(out);
+    rmdir(dir);
+}
+
 int main(void) {
+    test_hellaswag();
     test_hh_rlhf();
     test_math();
     test_forms();
