@@ -13,7 +13,8 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: verlc data gsm8k|math|geo3k|geo3k_multiturn_w_tool|hellaswag --input DIR --out DIR [--parquet]\n"
-                    "       verlc data gsm8k_multiturn_w_tool|gsm8k_tool_agent_loop|gsm8k_multiturn_sft --input DIR --out DIR "
+                    "       verlc data gsm8k_multiturn_w_tool|gsm8k_tool_agent_loop|gsm8k_multiturn_sft|gsm8k_multiturn_w_interaction\n"
+                    "                  --input DIR --out DIR "
                     "[--parquet]\n"
                     "       verlc data full_hh_rlhf --split sft|rm|rl --input DIR --out DIR [--parquet]\n"
                     "       verlc data jsonl --input F.parquet|F.jsonl --out O.jsonl\n"
@@ -23,7 +24,8 @@ static int usage(void) {
                     "  DIR/data/train-00000-of-00001.parquet) into verl's row schema, as verl's\n"
                     "  examples/data_preprocess/gsm8k.py and math_dataset.py make them, written as DIR/train.jsonl and\n"
                     "  test.jsonl (--parquet: train.parquet and test.parquet, as those scripts write them); the gsm8k_*\n"
-                    "  forms as verl's scripts of those names make them (tool-calling prompts, agent loop, SFT messages);\n"
+                    "  forms as verl's scripts of those names make them (tool-calling prompts, agent loop, SFT messages,\n"
+                    "  interaction_kwargs);\n"
                     "  geo3k: hiyouga/geometry3k ({images, problem, answer}; DIR/data/train-00000-of-00001.parquet) as\n"
                     "  geo3k.py makes it, the images written as Hugging Face datasets' Image feature\n"
                     "  hellaswag: Rowan/hellaswag (DIR/data/{train,validation,test}-00000-of-00001.parquet) as verl's\n"
@@ -156,6 +158,7 @@ int vc_cmd_data(int argc, char **argv) {
     static const struct { const char *name; vc_dataset ds; int variant; } SETS[] = { /* verl's scripts' names */
         { "gsm8k", VC_DS_GSM8K, VC_GSM8K_RL }, { "gsm8k_multiturn_w_tool", VC_DS_GSM8K, VC_GSM8K_W_TOOL },
         { "gsm8k_tool_agent_loop", VC_DS_GSM8K, VC_GSM8K_AGENT_LOOP }, { "gsm8k_multiturn_sft", VC_DS_GSM8K, VC_GSM8K_SFT },
+        { "gsm8k_multiturn_w_interaction", VC_DS_GSM8K, VC_GSM8K_INTERACTION },
         { "math", VC_DS_MATH, 0 }, { "geo3k", VC_DS_GEO3K, 0 }, { "geo3k_multiturn_w_tool", VC_DS_GEO3K, 1 },
         { "hellaswag", VC_DS_HELLASWAG, 0 } };
     for (size_t i = 0; i < sizeof SETS / sizeof SETS[0]; i++)

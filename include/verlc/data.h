@@ -113,7 +113,9 @@ vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char
 /* verl's other GSM8K preprocessors: gsm8k_multiturn_w_tool.py (a system prompt asking for the calc_gsm8k_reward
  * tool, the tool's create_kwargs in extra_info), gsm8k_tool_agent_loop.py (the same with agent_name tool_agent) and
  * gsm8k_multiturn_sft.py (messages: the question and the worked answer) */
-typedef enum { VC_GSM8K_RL, VC_GSM8K_W_TOOL, VC_GSM8K_AGENT_LOOP, VC_GSM8K_SFT } vc_gsm8k_form;
+/* (and gsm8k_multiturn_w_interaction.py: a system prompt for a multi-turn interaction, extra_info's interaction_kwargs
+ * {name gsm8k, query, ground_truth}) */
+typedef enum { VC_GSM8K_RL, VC_GSM8K_W_TOOL, VC_GSM8K_AGENT_LOOP, VC_GSM8K_SFT, VC_GSM8K_INTERACTION } vc_gsm8k_form;
 #define VC_GSM8K_TOOL_INSTRUCTION "Let's think step by step and output the final answer after `####`."
 vc_status vc_gsm8k_make_row_form(const struct cJSON *raw, const char *split, int64_t index, vc_gsm8k_form form,
                                  struct cJSON **out);

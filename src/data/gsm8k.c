@@ -51,6 +51,23 @@ static const char TOOL_SYSTEM[] =
     "generate final answer at least once and refine your answer if necessary. Put your final answer in the format of "
     "`#### <answer>`.";
 
+/* gsm8k_multiturn_w_interaction.py's */
+static const char INTERACTION_SYSTEM[] =
+    "You are a math expert. You are given a question and you need to solve it step by step. You should rethinking "
+    "carefully if user point out your answer is wrong. Put your final answer in the format of `#### <answer>`.";
+
+/* extra_info's interaction_kwargs {name gsm8k, query: the user's message, ground_truth} (0: out of memory) */
+static int interaction_kwargs(cJSON *extra, const char *question, const char *truth) {
+    size_t qn = strlen(question), in = strlen(VC_GSM8K_TOOL_INSTRUCTION);
+    char *query = malloc(qn + in + 2);
+    cJSON *ik = query ? cJSON_AddObjectToObject(extra, "interaction_kwargs") : NULL;
+    if (query) memcpy(query, question, qn), query[qn] = ' ', memcpy(query + qn + 1, VC_GSM8K_TOOL_INSTRUCTION, in + 1);
+    int ok = ik && cJSON_AddStringToObject(ik, "name", "gsm8k") && cJSON_AddStringToObject(ik, "query", query) &&
+             cJSON_AddStringToObject(ik, "ground_truth", truth);
+    free(query);
+    return ok;
+}
+
 /* geo3k_multiturn_w_tool.py's (ending in a space, as verl's does) */
 static const char GEO3K_TOOL_SYSTEM[] =
     "You are a math expert. You are given a question and you need to solve it step by step. Reasoning step by step "
@@ -88,7 +105,8 @@ static cJSON *verl_fields(cJSON *row, const char *source, const char *question, 
     return verl_fields_ex(row, source, NULL, NULL, question, instruction, truth, split, index);
 }
 
-/* the rows of gsm8k.py, gsm8k_multiturn_w_tool.py and gsm8k_tool_agent_loop.py (their keys in verl's order), and
+/* the rows of gsm8k.py, gsm8k_multiturn_w_tool.py, gsm8k_tool_agent_loop.py and gsm8k_multiturn_w_interaction.py (their
+ * keys in verl's order), and
  * gsm8k_multiturn_sft.py's messages */
 static cJSON *build_row(const char *question, const char *answer, const char *solution, const char *split,
                         int64_t index, vc_gsm8k_form form) {
@@ -101,12 +119,13 @@ static cJSON *build_row(const char *question, const char *answer, const char *so
         }
         return row;
     }
-    int tool = form != VC_GSM8K_RL;
+    int tool = form == VC_GSM8K_W_TOOL || form == VC_GSM8K_AGENT_LOOP, talk = form == VC_GSM8K_INTERACTION;
     cJSON *extra = verl_fields_ex(row, "openai/gsm8k", form == VC_GSM8K_AGENT_LOOP ? "tool_agent" : NULL,
-                                  tool ? TOOL_SYSTEM : NULL, question,
-                                  tool ? VC_GSM8K_TOOL_INSTRUCTION : VC_GSM8K_INSTRUCTION, solution, split, index);
+                                  tool ? TOOL_SYSTEM : talk ? INTERACTION_SYSTEM : NULL, question,
+                                  tool || talk ? VC_GSM8K_TOOL_INSTRUCTION : VC_GSM8K_INSTRUCTION, solution, split, index);
     int ok = extra && cJSON_AddStringToObject(extra, "answer", answer) && cJSON_AddStringToObject(extra, "question", question);
     if (ok && tool) ok = tool_kwargs(extra, "calc_gsm8k_reward", solution);
+    if (ok && talk) ok = interaction_kwargs(extra, question, solution);
     if (!ok) {
         cJSON_Delete(row);
         return NULL;

@@ -152,7 +152,8 @@ static long same_rows(const char *a_path, const char *b_path, size_t *n_a, size_
     return same;
 }
 
-/* verl's gsm8k_multiturn_w_tool.py, gsm8k_tool_agent_loop.py and gsm8k_multiturn_sft.py on 4 GSM8K test rows
+/* verl's gsm8k_multiturn_w_tool.py, gsm8k_tool_agent_loop.py, gsm8k_multiturn_sft.py and (verl until 2026-01)
+ * gsm8k_multiturn_w_interaction.py on 4 GSM8K test rows
  * (tests/fixtures/gsm8k_forms: their Parquet files as verl wrote them, tools/fixtures/check_gsm8k_forms.py, which also
  * finds all 8,792 rows of GSM8K equal for every form): verlc's rows equal, in verl's column order */
 static void test_forms(void) {
@@ -160,8 +161,8 @@ static void test_forms(void) {
     CHECK(mkdtemp(dir) != NULL);
     static const struct { const char *name; vc_gsm8k_form form; } F[] = {
         { "gsm8k_multiturn_w_tool", VC_GSM8K_W_TOOL }, { "gsm8k_tool_agent_loop", VC_GSM8K_AGENT_LOOP },
-        { "gsm8k_multiturn_sft", VC_GSM8K_SFT } };
-    for (int i = 0; i < 3; i++) {
+        { "gsm8k_multiturn_sft", VC_GSM8K_SFT }, { "gsm8k_multiturn_w_interaction", VC_GSM8K_INTERACTION } };
+    for (int i = 0; i < 4; i++) {
         char want[256], *out = vc_path_join(dir, "o.parquet");
         snprintf(want, sizeof want, "tests/fixtures/gsm8k_forms/%s.parquet", F[i].name);
         size_t n = 0, na = 0, nb = 0;
