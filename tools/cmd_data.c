@@ -5,6 +5,7 @@
 #include "verlc/data.h"
 #include "verlc/report.h"
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: verlc data gsm8k|math|geo3k|geo3k_multiturn_w_tool|hellaswag --input DIR --out DIR [--parquet]\n"
+                    "       verlc data dapo_multiturn_w_tool|aime2024_multiturn_w_tool --input DIR --out DIR [--parquet]\n"
                     "       verlc data gsm8k_multiturn_w_tool|gsm8k_tool_agent_loop|gsm8k_multiturn_sft|gsm8k_multiturn_w_interaction\n"
                     "                  --input DIR --out DIR "
                     "[--parquet]\n"
@@ -30,6 +32,8 @@ static int usage(void) {
                     "  geo3k.py makes it, the images written as Hugging Face datasets' Image feature\n"
                     "  hellaswag: Rowan/hellaswag (DIR/data/{train,validation,test}-00000-of-00001.parquet) as verl's\n"
                     "  hellaswag.py makes it: rows with a label, their endings as a model reward's choices\n"
+                    "  dapo_multiturn_w_tool / aime2024_multiturn_w_tool: DAPO-Math-17k's or AIME-2024's rows (the one\n"
+                    "  DIR/data/*.parquet) with the code interpreter's tool kwargs, as verl's ReTool scripts make them\n"
                     "  full_hh_rlhf: Dahoas/full-hh-rlhf's train rows (DIR/data/train-00000-of-00001.parquet) as verl's\n"
                     "  full_hh_rlhf.py makes them: DIR/sft/train, DIR/rm/train and test (75%% and 25%%), or DIR/rl/train\n"
                     "  jsonl / parquet: the rows verlc reads from a Parquet or JSONL file, written as JSONL / Parquet\n");
@@ -39,8 +43,27 @@ static int usage(void) {
 /* in's file of a split: JSONL, or Parquet as named by hand or in a Hugging Face dataset's layout (hub: its folder,
  * main/ in openai/gsm8k, data/ in DigitalLearningGmbH/MATH-lighteval, hiyouga/geometry3k, Dahoas/full-hh-rlhf); none
  * there: the JSONL name, for the message (NULL: out of memory) */
-static char *source(const char *in, const char *hub, const char *split) {
+static char *source(const char *in, const char *hub, const char *split, int any_hub_file) {
     char name[96], *src = NULL;
+    if (any_hub_file) { /* (DAPO-Math-17k's data/dapo-math-17k.parquet, AIME-2024's data/aime-2024.parquet: the one
+                         * Parquet file in hub/, which datasets loads as the train split) */
+        char *dir = vc_path_join(in, hub);
+        DIR *d = dir ? opendir(dir) : NULL;
+        struct dirent *e;
+        int found = 0;
+        while (d && (e = readdir(d))) {
+            size_t l = strlen(e->d_name);
+            if (l > 8 && !strcmp(e->d_name + l - 8, ".parquet") && found++ == 0) {
+                free(src);
+                src = vc_path_join(dir, e->d_name);
+            }
+        }
+        if (d) closedir(d);
+        free(dir);
+        if (found == 1) return src;
+        free(src);
+        src = NULL;
+    }
     for (int k = 0; k < 4; k++) {
         if (k == 2) snprintf(name, sizeof name, "%s/%s-00000-of-00001.parquet", hub, split);
         else snprintf(name, sizeof name, "%s.%s", split, k == 1 ? "parquet" : "jsonl");
@@ -73,7 +96,7 @@ static int cmd_hh_rlhf(int argc, char **argv) {
         if (split && kind < 0) fprintf(stderr, "verlc data full_hh_rlhf: --split %s: not sft, rm or rl\n", split);
         return usage();
     }
-    char *src = source(in, "data", "train");
+    char *src = source(in, "data", "train", 0);
     size_t n[2] = { 0, 0 };
     vc_status st = !src ? VC_ERR_NOMEM : vc_hh_rlhf_convert(src, out, (vc_hh_split)kind, parquet ? "parquet" : "jsonl", n);
     if (st) fprintf(stderr, "verlc data full_hh_rlhf: %s\n", vc_last_error());
@@ -105,12 +128,12 @@ static int cmd_dataset(int argc, char **argv, vc_dataset ds, int variant) {
         return 1;
     }
     const char *splits[3] = { "train", ds == VC_DS_HELLASWAG ? "validation" : "test", "test" };
-    for (int s = 0; s < (ds == VC_DS_HELLASWAG ? 3 : 2); s++) {
+    for (int s = 0; s < (ds == VC_DS_HELLASWAG ? 3 : ds == VC_DS_RETOOL ? 1 : 2); s++) {
         char file[32];
         snprintf(file, sizeof file, "%s.%s", splits[s], parquet ? "parquet" : "jsonl");
         /* JSONL, or Parquet as named by hand or in Hugging Face's openai/gsm8k (main/train-00000-of-00001.parquet),
          * DigitalLearningGmbH/MATH-lighteval or hiyouga/geometry3k (data/train-00000-of-00001.parquet) */
-        char *src = source(in, ds != VC_DS_GSM8K ? "data" : "main", splits[s]);
+        char *src = source(in, ds != VC_DS_GSM8K ? "data" : "main", splits[s], ds == VC_DS_RETOOL);
         char *dst = vc_path_join(out, file);
         size_t n = 0;
         vc_status st = !src || !dst ? VC_ERR_NOMEM : vc_dataset_convert(ds, variant, src, dst, splits[s], &n);
@@ -160,7 +183,8 @@ int vc_cmd_data(int argc, char **argv) {
         { "gsm8k_tool_agent_loop", VC_DS_GSM8K, VC_GSM8K_AGENT_LOOP }, { "gsm8k_multiturn_sft", VC_DS_GSM8K, VC_GSM8K_SFT },
         { "gsm8k_multiturn_w_interaction", VC_DS_GSM8K, VC_GSM8K_INTERACTION },
         { "math", VC_DS_MATH, 0 }, { "geo3k", VC_DS_GEO3K, 0 }, { "geo3k_multiturn_w_tool", VC_DS_GEO3K, 1 },
-        { "hellaswag", VC_DS_HELLASWAG, 0 } };
+        { "hellaswag", VC_DS_HELLASWAG, 0 }, { "dapo_multiturn_w_tool", VC_DS_RETOOL, 0 },
+        { "aime2024_multiturn_w_tool", VC_DS_RETOOL, 0 } };
     for (size_t i = 0; i < sizeof SETS / sizeof SETS[0]; i++)
         if (!strcmp(argv[1], SETS[i].name)) return cmd_dataset(argc - 1, argv + 1, SETS[i].ds, SETS[i].variant);
     if (!strcmp(argv[1], "full_hh_rlhf")) return cmd_hh_rlhf(argc - 1, argv + 1);

@@ -143,7 +143,10 @@ vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char
 
 /* any of the above: in_path's rows (JSONL or Parquet) to verl's rows in out_path (JSONL, or Parquet by its name);
  * variant: GSM8K's vc_gsm8k_form, Geometry3K's tool (1), 0 for MATH and HellaSwag (vc_hellaswag_convert) */
-typedef enum { VC_DS_GSM8K, VC_DS_MATH, VC_DS_GEO3K, VC_DS_HELLASWAG } vc_dataset;
+/* VC_DS_RETOOL: verl's dapo_multiturn_w_tool.py / aime2024_multiturn_w_tool.py (ReTool): rows already in verl's schema
+ * (BytedTsinghua-SIA/DAPO-Math-17k, AIME-2024) kept, their extra_info given need_tools_kwargs and the code
+ * interpreter's create_kwargs with the reward's ground truth */
+typedef enum { VC_DS_GSM8K, VC_DS_MATH, VC_DS_GEO3K, VC_DS_HELLASWAG, VC_DS_RETOOL } vc_dataset;
 vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, const char *out_path, const char *split,
                              size_t *n_rows);
 

@@ -210,6 +210,26 @@ vc_status vc_geo3k_make_row_tool(const cJSON *raw, const char *split, int64_t in
     return VC_OK;
 }
 
+/* dapo_multiturn_w_tool.py's / aime2024_multiturn_w_tool.py's process_fn: the row as it is, extra_info (in its place)
+ * with need_tools_kwargs and tools_kwargs.code_interpreter.create_kwargs.ground_truth after its own keys */
+static vc_status retool_row(const cJSON *raw, const char *split, int64_t index, int variant, cJSON **out) {
+    (void)split, (void)index, (void)variant;
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(raw, "extra_info");
+    const cJSON *truth = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(raw, "reward_model"),
+                                                          "ground_truth");
+    if (!cJSON_IsObject(extra)) return vc_fail(VC_ERR_MISSING, "`extra_info` is %s", extra ? "not an object" : "missing");
+    if (!truth) return vc_fail(VC_ERR_MISSING, "`reward_model.ground_truth` is missing");
+    cJSON *row = cJSON_Duplicate(raw, 1), *e = row ? cJSON_GetObjectItemCaseSensitive(row, "extra_info") : NULL;
+    cJSON *ck = e && cJSON_AddBoolToObject(e, "need_tools_kwargs", 1) ? cJSON_AddObjectToObject(e, "tools_kwargs") : NULL;
+    ck = ck ? cJSON_AddObjectToObject(cJSON_AddObjectToObject(ck, "code_interpreter"), "create_kwargs") : NULL;
+    if (!ck || !cJSON_AddItemToObject(ck, "ground_truth", cJSON_Duplicate(truth, 1))) {
+        cJSON_Delete(row);
+        return vc_fail(VC_ERR_NOMEM, "out of memory building a row");
+    }
+    *out = row;
+    return VC_OK;
+}
+
 /* the row makers by dataset, with a variant each (GSM8K's form, Geometry3K's tools) */
 static vc_status math_row(const cJSON *raw, const char *split, int64_t index, int variant, cJSON **out) {
     (void)variant;
@@ -244,7 +264,7 @@ vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, co
     size_t n_dummy;
     if (ds == VC_DS_HELLASWAG) return vc_hellaswag_convert(in_path, out_path, split, n_rows ? n_rows : &n_dummy);
     vc_status (*make)(const cJSON *, const char *, int64_t, int, cJSON **) =
-        ds == VC_DS_GSM8K ? gsm8k_row : ds == VC_DS_MATH ? math_row : vc_geo3k_make_row_tool;
+        ds == VC_DS_GSM8K ? gsm8k_row : ds == VC_DS_MATH ? math_row : ds == VC_DS_RETOOL ? retool_row : vc_geo3k_make_row_tool;
     const char *images = ds == VC_DS_GEO3K ? "images" : NULL; /* (written as datasets' Image feature) */
     vc_jsonl *d = NULL;
     if (n_rows) *n_rows = 0;
@@ -262,8 +282,8 @@ vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, co
             goto out;
         }
     }
-    /* (as verl's scripts write them: geo3k.py's through datasets, the others through pandas) */
-    st = vc_rows_write(out_path, rows, d->n_rows, images != NULL, &images, images ? 1 : 0);
+    /* (with datasets' metadata as geo3k.py and the ReTool scripts write them) */
+    st = vc_rows_write(out_path, rows, d->n_rows, images != NULL || ds == VC_DS_RETOOL, &images, images ? 1 : 0);
     if (!st && n_rows) *n_rows = d->n_rows;
 out:
     for (size_t i = 0; rows && i < d->n_rows; i++) cJSON_Delete(rows[i]);

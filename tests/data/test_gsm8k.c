@@ -355,7 +355,37 @@ static void test_hellaswag(void) {
     rmdir(dir);
 }
 
+/* verl's ReTool preprocessors (dapo_multiturn_w_tool.py; aime2024_multiturn_w_tool.py is the same code) on
+ * DAPO-Math-17k-shaped rows (tests/fixtures/retool, tools/fixtures/make_retool_fixture.py): verlc's rows equal; rows
+ * without an extra_info object or a ground truth refused naming the line */
+static void test_retool(void) {
+    char dir[] = "/tmp/vc_rt_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *out = vc_path_join(dir, "o.parquet"), *bad = vc_path_join(dir, "bad.jsonl");
+    size_t n = 0, na = 0, nb = 0;
+    CHECK_OK(vc_dataset_convert(VC_DS_RETOOL, 0, "tests/fixtures/retool/hub/data/dapo-math-17k.parquet", out, "train", &n));
+    long same = same_rows(out, "tests/fixtures/retool/verl/train.parquet", &na, &nb);
+    CHECK_MSG(n == 3 && na == 3 && nb == 3 && same == 3, "dapo_multiturn_w_tool: %ld of %zu rows as verl's", same, nb);
+    static const char *const BAD[2][2] = { { "{\"reward_model\": {\"ground_truth\": \"1\"}, \"extra_info\": 3}",
+                                             "`extra_info` is not an object" },
+                                           { "{\"reward_model\": {}, \"extra_info\": {}}",
+                                             "`reward_model.ground_truth` is missing" } };
+    for (int i = 0; i < 2; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"reward_model\": {\"ground_truth\": 2}, \"extra_info\": {}}\n%s\n", BAD[i][0]);
+        CHECK_OK(vc_write_file_atomic(bad, text, strlen(text)));
+        CHECK(vc_dataset_convert(VC_DS_RETOOL, 0, bad, out, "train", &n) != VC_OK);
+        CHECK_MSG(strstr(vc_last_error(), "bad.jsonl:2") && strstr(vc_last_error(), BAD[i][1]), "%s", vc_last_error());
+    }
+    unlink(out);
+    unlink(bad);
+    free(out);
+    free(bad);
+    rmdir(dir);
+}
+
 int main(void) {
+    test_retool();
     test_hellaswag();
     test_hh_rlhf();
     test_math();
