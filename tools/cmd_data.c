@@ -14,7 +14,7 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: verlc data gsm8k|math|geo3k|geo3k_multiturn_w_tool|hellaswag --input DIR --out DIR [--parquet]\n"
-                    "       verlc data dapo_multiturn_w_tool|aime2024_multiturn_w_tool --input DIR --out DIR [--parquet]\n"
+                    "       verlc data dapo_multiturn_w_tool|aime2024_multiturn_w_tool|search_r1 --input DIR --out DIR [--parquet]\n"
                     "       verlc data gsm8k_multiturn_w_tool|gsm8k_tool_agent_loop|gsm8k_multiturn_sft|gsm8k_multiturn_w_interaction\n"
                     "                  --input DIR --out DIR "
                     "[--parquet]\n"
@@ -34,6 +34,8 @@ static int usage(void) {
                     "  hellaswag.py makes it: rows with a label, their endings as a model reward's choices\n"
                     "  dapo_multiturn_w_tool / aime2024_multiturn_w_tool: DAPO-Math-17k's or AIME-2024's rows (the one\n"
                     "  DIR/data/*.parquet) with the code interpreter's tool kwargs, as verl's ReTool scripts make them\n"
+                    "  search_r1: PeterJinGo/nq_hotpotqa_train's DIR/{train,test}.parquet as verl's\n"
+                    "  preprocess_search_r1_dataset.py makes them (the search tool's prompt and create_kwargs)\n"
                     "  full_hh_rlhf: Dahoas/full-hh-rlhf's train rows (DIR/data/train-00000-of-00001.parquet) as verl's\n"
                     "  full_hh_rlhf.py makes them: DIR/sft/train, DIR/rm/train and test (75%% and 25%%), or DIR/rl/train\n"
                     "  jsonl / parquet: the rows verlc reads from a Parquet or JSONL file, written as JSONL / Parquet\n");
@@ -184,7 +186,7 @@ int vc_cmd_data(int argc, char **argv) {
         { "gsm8k_multiturn_w_interaction", VC_DS_GSM8K, VC_GSM8K_INTERACTION },
         { "math", VC_DS_MATH, 0 }, { "geo3k", VC_DS_GEO3K, 0 }, { "geo3k_multiturn_w_tool", VC_DS_GEO3K, 1 },
         { "hellaswag", VC_DS_HELLASWAG, 0 }, { "dapo_multiturn_w_tool", VC_DS_RETOOL, 0 },
-        { "aime2024_multiturn_w_tool", VC_DS_RETOOL, 0 } };
+        { "aime2024_multiturn_w_tool", VC_DS_RETOOL, 0 }, { "search_r1", VC_DS_SEARCH_R1, 0 } };
     for (size_t i = 0; i < sizeof SETS / sizeof SETS[0]; i++)
         if (!strcmp(argv[1], SETS[i].name)) return cmd_dataset(argc - 1, argv + 1, SETS[i].ds, SETS[i].variant);
     if (!strcmp(argv[1], "full_hh_rlhf")) return cmd_hh_rlhf(argc - 1, argv + 1);

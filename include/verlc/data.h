@@ -146,7 +146,8 @@ vc_status vc_geo3k_convert(const char *in_path, const char *out_path, const char
 /* VC_DS_RETOOL: verl's dapo_multiturn_w_tool.py / aime2024_multiturn_w_tool.py (ReTool): rows already in verl's schema
  * (BytedTsinghua-SIA/DAPO-Math-17k, AIME-2024) kept, their extra_info given need_tools_kwargs and the code
  * interpreter's create_kwargs with the reward's ground truth */
-typedef enum { VC_DS_GSM8K, VC_DS_MATH, VC_DS_GEO3K, VC_DS_HELLASWAG, VC_DS_RETOOL } vc_dataset;
+/* VC_DS_SEARCH_R1: verl's preprocess_search_r1_dataset.py (vc_search_r1_make_row) */
+typedef enum { VC_DS_GSM8K, VC_DS_MATH, VC_DS_GEO3K, VC_DS_HELLASWAG, VC_DS_RETOOL, VC_DS_SEARCH_R1 } vc_dataset;
 vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, const char *out_path, const char *split,
                              size_t *n_rows);
 
@@ -170,6 +171,14 @@ vc_status vc_hh_rlhf_convert(const char *in_path, const char *out_dir, vc_hh_spl
                              size_t n_rows[2]);
 /* datasets' rows of train[:75%] (*train_end: rows [0, end)) and train[-25%:] (*test_start: rows [start, n)) of n */
 void vc_hh_rm_slices(size_t n, size_t *train_end, size_t *test_start);
+
+/* ---- Search-R1 (verl examples/data_preprocess/preprocess_search_r1_dataset.py, PeterJinGo/nq_hotpotqa_train) ----
+ * One raw row to verl's: data_source "searchR1_" + the row's, the system and user messages (the script's prefix and
+ * the question), ability, reward_model and metadata as they are (null where absent), extra_info {index,
+ * need_tools_kwargs, question, split, tools_kwargs.search.create_kwargs {ground_truth (the reward model's, else the
+ * golden answers, else []), question, data_source}}; a question or data_source that is not a string refused (verl
+ * would write pandas' spelling of a missing one, nan or None by its version) */
+vc_status vc_search_r1_make_row(const struct cJSON *raw, const char *split, int64_t index, struct cJSON **out);
 
 /* ---- Rowan/hellaswag (verl examples/data_preprocess/hellaswag.py) ------------------------------------------------
  * in_path's rows (JSONL or Parquet) with a label to out_path (JSONL, or Parquet by its name, with datasets' metadata):

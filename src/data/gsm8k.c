@@ -230,6 +230,11 @@ static vc_status retool_row(const cJSON *raw, const char *split, int64_t index, 
     return VC_OK;
 }
 
+static vc_status search_r1_row(const cJSON *raw, const char *split, int64_t index, int variant, cJSON **out) {
+    (void)variant;
+    return vc_search_r1_make_row(raw, split, index, out);
+}
+
 /* the row makers by dataset, with a variant each (GSM8K's form, Geometry3K's tools) */
 static vc_status math_row(const cJSON *raw, const char *split, int64_t index, int variant, cJSON **out) {
     (void)variant;
@@ -263,8 +268,11 @@ vc_status vc_dataset_convert(vc_dataset ds, int variant, const char *in_path, co
                              size_t *n_rows) {
     size_t n_dummy;
     if (ds == VC_DS_HELLASWAG) return vc_hellaswag_convert(in_path, out_path, split, n_rows ? n_rows : &n_dummy);
-    vc_status (*make)(const cJSON *, const char *, int64_t, int, cJSON **) =
-        ds == VC_DS_GSM8K ? gsm8k_row : ds == VC_DS_MATH ? math_row : ds == VC_DS_RETOOL ? retool_row : vc_geo3k_make_row_tool;
+    static vc_status (*const MAKE[])(const cJSON *, const char *, int64_t, int, cJSON **) = {
+        [VC_DS_GSM8K] = gsm8k_row, [VC_DS_MATH] = math_row, [VC_DS_GEO3K] = vc_geo3k_make_row_tool,
+        [VC_DS_RETOOL] = retool_row, [VC_DS_SEARCH_R1] = search_r1_row };
+    if ((unsigned)ds >= sizeof MAKE / sizeof MAKE[0] || !MAKE[ds]) return vc_fail(VC_ERR_ARG, "unknown dataset %d", (int)ds);
+    vc_status (*make)(const cJSON *, const char *, int64_t, int, cJSON **) = MAKE[ds];
     const char *images = ds == VC_DS_GEO3K ? "images" : NULL; /* (written as datasets' Image feature) */
     vc_jsonl *d = NULL;
     if (n_rows) *n_rows = 0;

@@ -384,7 +384,46 @@ static void test_retool(void) {
     rmdir(dir);
 }
 
+/* verl's preprocess_search_r1_dataset.py on nq_hotpotqa_train-shaped rows (tests/fixtures/search_r1,
+ * tools/fixtures/make_search_r1_fixture.py): verlc's rows equal, in pandas' columns and order; without a reward model the
+ * golden answers are the ground truth; a data_source that is not a string refused naming the line */
+static void test_search_r1(void) {
+    char dir[] = "/tmp/vc_sr_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *out = vc_path_join(dir, "o.parquet"), *bad = vc_path_join(dir, "bad.jsonl");
+    static const char *const SPLITS[2] = { "train", "test" };
+    for (int s = 0; s < 2; s++) {
+        char in[128], want[128];
+        snprintf(in, sizeof in, "tests/fixtures/search_r1/hub/%s.parquet", SPLITS[s]);
+        snprintf(want, sizeof want, "tests/fixtures/search_r1/verl/%s.parquet", SPLITS[s]);
+        size_t n = 0, na = 0, nb = 0, want_n = s ? 2 : 4;
+        CHECK_OK(vc_dataset_convert(VC_DS_SEARCH_R1, 0, in, out, SPLITS[s], &n));
+        long same = same_rows(out, want, &na, &nb);
+        CHECK_MSG(n == want_n && na == n && nb == n && same == (long)n, "search_r1 %s: %ld of %zu rows", SPLITS[s], same, nb);
+    }
+    cJSON *row = NULL, *raw = cJSON_Parse("{\"question\": \"q\", \"golden_answers\": [\"a\"], \"data_source\": \"nq\"}");
+    CHECK_OK(vc_search_r1_make_row(raw, "train", 7, &row));
+    char *text = row ? cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(row, "extra_info"), "tools_kwargs")) : NULL;
+    CHECK_MSG(text && !strcmp(text, "{\"search\":{\"create_kwargs\":{\"ground_truth\":[\"a\"],\"question\":\"q\","
+                                    "\"data_source\":\"searchR1_nq\"}}}"), "%s", text ? text : "(none)");
+    free(text);
+    cJSON_Delete(row);
+    cJSON_Delete(raw);
+    const char *rows = "{\"question\": \"q\", \"data_source\": \"nq\"}\n{\"question\": \"q\", \"data_source\": null}\n";
+    CHECK_OK(vc_write_file_atomic(bad, rows, strlen(rows)));
+    size_t n;
+    CHECK(vc_dataset_convert(VC_DS_SEARCH_R1, 0, bad, out, "train", &n) == VC_ERR_FORMAT);
+    CHECK_MSG(strstr(vc_last_error(), "bad.jsonl:2") && strstr(vc_last_error(), "`data_source` is not a string"), "%s",
+              vc_last_error());
+    unlink(out);
+    unlink(bad);
+    free(out);
+    free(bad);
+    rmdir(dir);
+}
+
 int main(void) {
+    test_search_r1();
     test_retool();
     test_hellaswag();
     test_hh_rlhf();
