@@ -58,11 +58,11 @@ static vc_status add_fields(cJSON *row, const cJSON *raw, const char *split, int
     char *cap = vc_rs_py_case(b, 1), *ctx = cap ? vc_rs_cat(act, ": ", a, " ", cap, "") : NULL;
     char *query = ctx ? preprocess(ctx, brackets) : NULL;
     cJSON *prompt = cJSON_CreateArray(), *msg = cJSON_CreateObject(), *rm = cJSON_CreateObject(), *choices = NULL;
-    int ok = query && cJSON_AddItemToArray(prompt, msg) && cJSON_AddStringToObject(msg, "role", "user") &&
+    if (msg && !cJSON_AddItemToArray(prompt, msg)) cJSON_Delete(msg), msg = NULL; /* (now the prompt's) */
+    int ok = query && msg && cJSON_AddStringToObject(msg, "role", "user") &&
              cJSON_AddStringToObject(msg, "content", query) && cJSON_AddStringToObject(rm, "style", "model") &&
              cJSON_AddStringToObject(rm, "eval", "multiple_choice") &&
              cJSON_AddNumberToObject(rm, "ground_truth", (double)gold) && (choices = cJSON_AddArrayToObject(rm, "choices"));
-    if (!ok) cJSON_Delete(msg);
     free(cap);
     free(ctx);
     free(query);

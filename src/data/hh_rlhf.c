@@ -48,7 +48,8 @@ static cJSON *strings_row(const char *const *keys, const char *const *vals, int 
 static cJSON *rl_row(const cJSON *raw, const char *prompt, const char *response, int64_t index) {
     cJSON *add = cJSON_CreateObject(), *row = cJSON_CreateObject();
     cJSON *msgs = cJSON_AddArrayToObject(add, "prompt"), *msg = cJSON_CreateObject();
-    int ok = msg && cJSON_AddItemToArray(msgs, msg) && cJSON_AddStringToObject(msg, "role", "user") &&
+    if (msg && !cJSON_AddItemToArray(msgs, msg)) cJSON_Delete(msg), msg = NULL; /* (now the prompt's) */
+    int ok = msg && cJSON_AddStringToObject(msg, "role", "user") &&
              cJSON_AddStringToObject(msg, "content", prompt) &&
              cJSON_AddStringToObject(add, "data_source", "Dahoas/full-hh-rlhf") &&
              cJSON_AddStringToObject(add, "ability", "alignment");
