@@ -19,6 +19,7 @@ static int usage(void) {
                     "                  --input DIR --out DIR "
                     "[--parquet]\n"
                     "       verlc data full_hh_rlhf --split sft|rm|rl --input DIR --out DIR [--parquet]\n"
+                    "       verlc data openr1mm --input DIR --out DIR [--parquet]\n"
                     "       verlc data jsonl --input F.parquet|F.jsonl --out O.jsonl\n"
                     "       verlc data parquet --input F.jsonl|F.parquet --out O.parquet\n"
                     "  gsm8k / math: GSM8K ({question, answer}; DIR/train.jsonl, DIR/train.parquet or Hugging Face's\n"
@@ -36,6 +37,8 @@ static int usage(void) {
                     "  DIR/data/*.parquet) with the code interpreter's tool kwargs, as verl's ReTool scripts make them\n"
                     "  search_r1: PeterJinGo/nq_hotpotqa_train's DIR/{train,test}.parquet as verl's\n"
                     "  preprocess_search_r1_dataset.py makes them (the search tool's prompt and create_kwargs)\n"
+                    "  openr1mm: lmms-lab/multimodal-open-r1-8k-verified (DIR/data/train-*.parquet) as verl's openr1mm.py\n"
+                    "  splits and converts it: DIR/train and DIR/test (10%%, seed 42), the images kept as records\n"
                     "  full_hh_rlhf: Dahoas/full-hh-rlhf's train rows (DIR/data/train-00000-of-00001.parquet) as verl's\n"
                     "  full_hh_rlhf.py makes them: DIR/sft/train, DIR/rm/train and test (75%% and 25%%), or DIR/rl/train\n"
                     "  jsonl / parquet: the rows verlc reads from a Parquet or JSONL file, written as JSONL / Parquet\n");
@@ -74,6 +77,50 @@ static char *source(const char *in, const char *hub, const char *split, int any_
         if (k == 3 || (src && vc_file_exists(src))) break;
     }
     return src;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* lmms-lab/multimodal-open-r1-8k-verified's train shards (DIR/data/train-*.parquet in name order, or one train file)
+ * split and converted as verl's openr1mm.py does */
+static int cmd_openr1mm(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    int parquet = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--parquet")) parquet = 1;
+        else if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else {
+            fprintf(stderr, "verlc data openr1mm: unknown argument '%s'\n", argv[i]);
+            return usage();
+        }
+    }
+    if (!in || !out) return usage();
+    char **paths = NULL, *data = vc_path_join(in, "data");
+    int n = 0;
+    DIR *d = data ? opendir(data) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (strncmp(e->d_name, "train-", 6) || l < 14 || strcmp(e->d_name + l - 8, ".parquet")) continue;
+        char **grown = realloc(paths, sizeof *paths * (size_t)(n + 1));
+        if (!grown || !(grown[n] = vc_path_join(data, e->d_name))) {
+            paths = grown ? grown : paths;
+            break;
+        }
+        paths = grown, n++;
+    }
+    if (d) closedir(d);
+    free(data);
+    if (n) qsort(paths, (size_t)n, sizeof *paths, cmp_str);
+    else if ((paths = malloc(sizeof *paths)) && (paths[0] = source(in, "data", "train", 0))) n = 1;
+    size_t rows[2] = { 0, 0 };
+    const char *ext = parquet ? "parquet" : "jsonl";
+    vc_status st = !n ? VC_ERR_NOMEM : vc_openr1mm_convert((const char *const *)paths, n, out, ext, rows);
+    if (st) fprintf(stderr, "verlc data openr1mm: %s\n", vc_last_error());
+    else printf("train: %zu rows -> %s/train.%s\ntest: %zu rows -> %s/test.%s\n", rows[0], out, ext, rows[1], out, ext);
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    return st ? 1 : 0;
 }
 
 /* Dahoas/full-hh-rlhf's train rows in full_hh_rlhf.py's --split form (sft, rm or rl) */
@@ -190,6 +237,7 @@ int vc_cmd_data(int argc, char **argv) {
     for (size_t i = 0; i < sizeof SETS / sizeof SETS[0]; i++)
         if (!strcmp(argv[1], SETS[i].name)) return cmd_dataset(argc - 1, argv + 1, SETS[i].ds, SETS[i].variant);
     if (!strcmp(argv[1], "full_hh_rlhf")) return cmd_hh_rlhf(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "openr1mm")) return cmd_openr1mm(argc - 1, argv + 1);
     if (!strcmp(argv[1], "jsonl")) return cmd_convert(argc - 1, argv + 1, 0);
     if (!strcmp(argv[1], "parquet")) return cmd_convert(argc - 1, argv + 1, 1);
     fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);

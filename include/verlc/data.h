@@ -180,6 +180,17 @@ void vc_hh_rm_slices(size_t n, size_t *train_end, size_t *test_start);
  * would write pandas' spelling of a missing one, nan or None by its version) */
 vc_status vc_search_r1_make_row(const struct cJSON *raw, const char *split, int64_t index, struct cJSON **out);
 
+/* ---- lmms-lab/multimodal-open-r1-8k-verified (verl examples/data_preprocess/openr1mm.py) ------------------------
+ * The rows of in_paths (the train split's shards in order; {image, problem, solution, ...}) split as datasets'
+ * train_test_split(test_size=0.1, seed=42) splits them (vc_hf_split_sizes, numpy's default_rng(42).permutation: the
+ * test rows its first ceil(0.1 n)), each to {data_source, prompt (<image>, the problem, the script's instruction),
+ * images [the row's image record as it is], ability "math", a rule reward with the solution, extra_info {split,
+ * index, question, answer}}, written as out_dir/train.EXT and test.EXT (Parquet with datasets' metadata); n_rows: the
+ * rows of train and test */
+vc_status vc_openr1mm_convert(const char *const *in_paths, int n_in, const char *out_dir, const char *ext, size_t n_rows[2]);
+/* datasets' train_test_split sizes of n rows for a float test_size: ceil(test_size * n) test rows, the rest train */
+void vc_hf_split_sizes(size_t n, double test_size, size_t *n_train, size_t *n_test);
+
 /* ---- Rowan/hellaswag (verl examples/data_preprocess/hellaswag.py) ------------------------------------------------
  * in_path's rows (JSONL or Parquet) with a label to out_path (JSONL, or Parquet by its name, with datasets' metadata):
  * each row's columns, then data_source, prompt (one user message: activity_label + ": " + ctx_a + " " +

@@ -58,6 +58,8 @@ uint64_t vc_np_pcg64_next64(vc_np_pcg64 *g);
 uint32_t vc_np_pcg64_next32(vc_np_pcg64 *g);
 uint64_t vc_np_pcg64_bounded(vc_np_pcg64 *g, uint64_t max);
 vc_status vc_np_choice(vc_np_pcg64 *g, size_t pop, size_t k, int64_t *out);
+/* Generator.permutation(n) into out[0..n) (Generator.shuffle of arange(n): draws by masked rejection) */
+void vc_np_permutation(vc_np_pcg64 *g, size_t n, int64_t *out);
 void vc_torch_randperm(vc_np_mt19937 *m, uint32_t *out, size_t n);
 
 #endif

@@ -100,6 +100,27 @@ uint64_t vc_np_pcg64_bounded(vc_np_pcg64 *g, uint64_t max) {
     return (uint64_t)(m >> 64);
 }
 
+/* numpy's random_interval: a value in [0, max] by masked rejection (32-bit words up to 2^32 - 1) */
+static uint64_t interval(vc_np_pcg64 *g, uint64_t max) {
+    if (max == 0) return 0;
+    uint64_t mask = max, v;
+    for (int s = 1; s < 64; s <<= 1) mask |= mask >> s;
+    if (max <= 0xffffffffu)
+        while ((v = vc_np_pcg64_next32(g) & mask) > max) {}
+    else
+        while ((v = vc_np_pcg64_next64(g) & mask) > max) {}
+    return v;
+}
+
+void vc_np_permutation(vc_np_pcg64 *g, size_t n, int64_t *out) {
+    for (size_t i = 0; i < n; i++) out[i] = (int64_t)i;
+    for (size_t i = n; i-- > 1;) { /* (Generator.shuffle) */
+        size_t j = (size_t)interval(g, i);
+        int64_t t = out[j];
+        out[j] = out[i], out[i] = t;
+    }
+}
+
 /* positions n-1 down to first each swapped with a draw in [0, i] */
 static void shuffle_tail(vc_np_pcg64 *g, int64_t *d, size_t n, size_t first) {
     for (size_t i = n; i-- > first;) {

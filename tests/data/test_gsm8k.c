@@ -1,5 +1,6 @@
 #include "verlc/core.h"
 #include "verlc/data.h"
+#include "verlc/rng.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -422,7 +423,55 @@ static void test_search_r1(void) {
     rmdir(dir);
 }
 
+/* verl's openr1mm.py (tests/fixtures/openr1mm, tools/fixtures/make_openr1mm_fixture.py: 12 rows with PNG images):
+ * datasets' train_test_split(test_size=0.1, seed=42) as numpy's default_rng permutation gives it, the rows equal to
+ * verl's in both splits; numpy's permutations themselves; the test split ceil(0.1 n) rows; a single row (no training
+ * rows) refused */
+static void test_openr1mm(void) {
+    static const int64_t P42[12] = { 0, 7, 6, 9, 11, 3, 5, 2, 4, 10, 1, 8 }; /* np.random.default_rng(42).permutation(12) */
+    static const int64_t P7[40] = { 4, 0, 28, 20, 30, 10, 12, 32, 19, 9, 14, 22, 27, 38, 3, 24, 39, 26, 13, 17, /* (seed 7) */
+                                    18, 36, 35, 37, 8, 7, 1, 33, 15, 29, 6, 16, 23, 25, 5, 2, 31, 34, 21, 11 };
+    int64_t got[40];
+    vc_np_pcg64 g;
+    vc_np_pcg64_seed(&g, 42);
+    vc_np_permutation(&g, 12, got);
+    CHECK(!memcmp(got, P42, sizeof P42));
+    vc_np_pcg64_seed(&g, 7);
+    vc_np_permutation(&g, 40, got);
+    CHECK(!memcmp(got, P7, sizeof P7));
+    size_t tr, te;
+    vc_hf_split_sizes(30, 0.1, &tr, &te);
+    CHECK(tr == 27 && te == 3);
+    vc_hf_split_sizes(31, 0.1, &tr, &te);
+    CHECK(tr == 27 && te == 4);
+    char dir[] = "/tmp/vc_o1_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    const char *in = "tests/fixtures/openr1mm/hub/data/train-00000-of-00001.parquet";
+    size_t n[2] = { 0, 0 };
+    CHECK_OK(vc_openr1mm_convert(&in, 1, dir, "parquet", n));
+    static const char *const SPLITS[2] = { "train", "test" };
+    for (int s = 0; s < 2; s++) {
+        char got_path[128], want[128];
+        snprintf(got_path, sizeof got_path, "%s/%s.parquet", dir, SPLITS[s]);
+        snprintf(want, sizeof want, "tests/fixtures/openr1mm/verl/%s.parquet", SPLITS[s]);
+        size_t na = 0, nb = 0, want_n = s ? 2 : 10;
+        long same = same_rows(got_path, want, &na, &nb);
+        CHECK_MSG(n[s] == want_n && na == want_n && nb == want_n && same == (long)want_n, "openr1mm %s: %ld of %zu rows",
+                  SPLITS[s], same, nb);
+        unlink(got_path);
+    }
+    char *one = vc_path_join(dir, "one.jsonl");
+    const char *row = "{\"image\": \"a.png\", \"problem\": \"p\", \"solution\": \"s\"}\n";
+    CHECK_OK(vc_write_file_atomic(one, row, strlen(row)));
+    CHECK(vc_openr1mm_convert((const char *const *)&one, 1, dir, "jsonl", n) == VC_ERR_FORMAT);
+    CHECK_MSG(strstr(vc_last_error(), "no training rows"), "%s", vc_last_error());
+    unlink(one);
+    free(one);
+    rmdir(dir);
+}
+
 int main(void) {
+    test_openr1mm();
     test_search_r1();
     test_retool();
     test_hellaswag();
