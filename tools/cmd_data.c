@@ -45,6 +45,52 @@ static int usage(void) {
     return 2;
 }
 
+/* the conversions' flags: --input DIR, --out DIR, --parquet and (split non-NULL) --split NAME; 0 when they parse and
+ * name input and output, else usage's status */
+typedef struct { const char *in, *out, *split; int parquet; } data_args;
+static int parse_args(int argc, char **argv, data_args *a, int with_split) {
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--parquet")) a->parquet = 1;
+        else if (!strcmp(argv[i], "--input") && i + 1 < argc) a->in = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) a->out = argv[++i];
+        else if (with_split && !strcmp(argv[i], "--split") && i + 1 < argc) a->split = argv[++i];
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage();
+        else {
+            fprintf(stderr, "verlc data %s: unknown argument '%s'\n", argv[0], argv[i]);
+            return usage();
+        }
+    }
+    return a->in && a->out ? 0 : usage();
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* DIR/hub/PREFIX*.parquet in name order (a Hugging Face dataset's shards) into *paths (free each and the array);
+ * returns their count (0: none, or out of memory) */
+static int hub_shards(const char *in, const char *hub, const char *prefix, char ***paths) {
+    char *dir = vc_path_join(in, hub);
+    DIR *d = dir ? opendir(dir) : NULL;
+    int n = 0, ok = 1;
+    *paths = NULL;
+    for (struct dirent *e; ok && d && (e = readdir(d));) {
+        size_t l = strlen(e->d_name), pl = strlen(prefix);
+        if (strncmp(e->d_name, prefix, pl) || l < pl + 8 || strcmp(e->d_name + l - 8, ".parquet")) continue;
+        char **grown = realloc(*paths, sizeof **paths * (size_t)(n + 1));
+        if (grown) *paths = grown;
+        if (!(ok = grown && (grown[n] = vc_path_join(dir, e->d_name)))) break;
+        n++;
+    }
+    if (d) closedir(d);
+    free(dir);
+    if (!ok) {
+        for (int i = 0; i < n; i++) free((*paths)[i]);
+        n = 0;
+    }
+    if (n) qsort(*paths, (size_t)n, sizeof **paths, cmp_str);
+    return n;
+}
+
 /* in's file of a split: JSONL, or Parquet as named by hand or in a Hugging Face dataset's layout (hub: its folder,
  * main/ in openai/gsm8k, data/ in DigitalLearningGmbH/MATH-lighteval, hiyouga/geometry3k, Dahoas/full-hh-rlhf); none
  * there: the JSONL name, for the message (NULL: out of memory) */
@@ -52,20 +98,12 @@ static char *source(const char *in, const char *hub, const char *split, int any_
     char name[96], *src = NULL;
     if (any_hub_file) { /* (DAPO-Math-17k's data/dapo-math-17k.parquet, AIME-2024's data/aime-2024.parquet: the one
                          * Parquet file in hub/, which datasets loads as the train split) */
-        char *dir = vc_path_join(in, hub);
-        DIR *d = dir ? opendir(dir) : NULL;
-        struct dirent *e;
-        int found = 0;
-        while (d && (e = readdir(d))) {
-            size_t l = strlen(e->d_name);
-            if (l > 8 && !strcmp(e->d_name + l - 8, ".parquet") && found++ == 0) {
-                free(src);
-                src = vc_path_join(dir, e->d_name);
-            }
-        }
-        if (d) closedir(d);
-        free(dir);
-        if (found == 1) return src;
+        char **paths;
+        int n = hub_shards(in, hub, "", &paths);
+        for (int i = 1; i < n; i++) free(paths[i]);
+        src = n ? paths[0] : NULL;
+        free(paths);
+        if (n == 1) return src;
         free(src);
         src = NULL;
     }
@@ -79,40 +117,17 @@ static char *source(const char *in, const char *hub, const char *split, int any_
     return src;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* lmms-lab/multimodal-open-r1-8k-verified's train shards (DIR/data/train-*.parquet in name order, or one train file)
  * split and converted as verl's openr1mm.py does */
 static int cmd_openr1mm(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
-    int parquet = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--parquet")) parquet = 1;
-        else if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
-        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else {
-            fprintf(stderr, "verlc data openr1mm: unknown argument '%s'\n", argv[i]);
-            return usage();
-        }
-    }
-    if (!in || !out) return usage();
-    char **paths = NULL, *data = vc_path_join(in, "data");
-    int n = 0;
-    DIR *d = data ? opendir(data) : NULL;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        size_t l = strlen(e->d_name);
-        if (strncmp(e->d_name, "train-", 6) || l < 14 || strcmp(e->d_name + l - 8, ".parquet")) continue;
-        char **grown = realloc(paths, sizeof *paths * (size_t)(n + 1));
-        if (!grown || !(grown[n] = vc_path_join(data, e->d_name))) {
-            paths = grown ? grown : paths;
-            break;
-        }
-        paths = grown, n++;
-    }
-    if (d) closedir(d);
-    free(data);
-    if (n) qsort(paths, (size_t)n, sizeof *paths, cmp_str);
-    else if ((paths = malloc(sizeof *paths)) && (paths[0] = source(in, "data", "train", 0))) n = 1;
+    data_args a;
+    int rc = parse_args(argc, argv, &a, 0);
+    if (rc) return rc;
+    const char *in = a.in, *out = a.out;
+    int parquet = a.parquet;
+    char **paths;
+    int n = hub_shards(in, "data", "train-", &paths);
+    if (!n && (paths = malloc(sizeof *paths)) && (paths[0] = source(in, "data", "train", 0))) n = 1;
     size_t rows[2] = { 0, 0 };
     const char *ext = parquet ? "parquet" : "jsonl";
     vc_status st = !n ? VC_ERR_NOMEM : vc_openr1mm_convert((const char *const *)paths, n, out, ext, rows);
@@ -125,24 +140,18 @@ static int cmd_openr1mm(int argc, char **argv) {
 
 /* Dahoas/full-hh-rlhf's train rows in full_hh_rlhf.py's --split form (sft, rm or rl) */
 static int cmd_hh_rlhf(int argc, char **argv) {
-    const char *in = NULL, *out = NULL, *split = NULL;
-    int parquet = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--parquet")) parquet = 1;
-        else if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
-        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--split") && i + 1 < argc) split = argv[++i];
-        else {
-            fprintf(stderr, "verlc data full_hh_rlhf: unknown argument '%s'\n", argv[i]);
-            return usage();
-        }
-    }
+    data_args a;
+    int rc = parse_args(argc, argv, &a, 1);
+    if (rc) return rc;
+    const char *in = a.in, *out = a.out, *split = a.split;
+    int parquet = a.parquet;
     static const char *const NAMES[3] = { "sft", "rm", "rl" };
     int kind = -1;
     for (int k = 0; split && k < 3; k++)
         if (!strcmp(split, NAMES[k])) kind = k;
-    if (!in || !out || kind < 0) {
-        if (split && kind < 0) fprintf(stderr, "verlc data full_hh_rlhf: --split %s: not sft, rm or rl\n", split);
+    if (kind < 0) {
+        if (split) fprintf(stderr, "verlc data full_hh_rlhf: --split %s: not sft, rm or rl\n", split);
+        else fprintf(stderr, "verlc data full_hh_rlhf: --split sft|rm|rl is required\n");
         return usage();
     }
     char *src = source(in, "data", "train", 0);
@@ -159,19 +168,11 @@ static int cmd_hh_rlhf(int argc, char **argv) {
 
 /* GSM8K, MATH or Geometry3K (in a verl script's variant) from their Hugging Face files or JSONL into verl's rows */
 static int cmd_dataset(int argc, char **argv, vc_dataset ds, int variant) {
-    const char *in = NULL, *out = NULL, *name = argv[0];
-    int parquet = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--parquet")) parquet = 1;
-        else if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
-        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage();
-        else {
-            fprintf(stderr, "verlc data %s: unknown argument '%s'\n", name, argv[i]);
-            return usage();
-        }
-    }
-    if (!in || !out) return usage();
+    data_args a;
+    int rc = parse_args(argc, argv, &a, 0);
+    if (rc) return rc;
+    const char *in = a.in, *out = a.out, *name = argv[0];
+    int parquet = a.parquet;
     if (vc_mkdirs(out)) { /* (its parents too) */
         fprintf(stderr, "verlc data %s: %s\n", name, vc_last_error());
         return 1;

@@ -4,6 +4,8 @@
 #include "verlc/json.h"
 #include "verlc/report.h"
 #include "verlc/reward.h"
+#include "data/rows.h"
+#include "rl/reward_str.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,20 +32,6 @@ int vc_gsm8k_extract_solution(const char *answer, char *out, size_t cap) {
     return 0;
 }
 
-/* question + " " + instruction as a message of role onto list (0 when out of memory) */
-static int add_message(cJSON *list, const char *role, const char *question, const char *instruction) {
-    size_t qn = strlen(question), in = instruction ? strlen(instruction) : 0;
-    char *content = list ? malloc(qn + in + 2) : NULL;
-    if (!content) return 0;
-    memcpy(content, question, qn + 1);
-    if (instruction) content[qn] = ' ', memcpy(content + qn + 1, instruction, in + 1);
-    cJSON *msg = cJSON_CreateObject();
-    int ok = msg && cJSON_AddItemToArray(list, msg) && cJSON_AddStringToObject(msg, "role", role) &&
-             cJSON_AddStringToObject(msg, "content", content);
-    free(content);
-    return ok;
-}
-
 /* gsm8k_multiturn_w_tool.py's system prompt */
 static const char TOOL_SYSTEM[] =
     "You are a math expert. You are given a question and you need to solve it step by step. Reasoning step by step "
@@ -58,10 +46,8 @@ static const char INTERACTION_SYSTEM[] =
 
 /* extra_info's interaction_kwargs {name gsm8k, query: the user's message, ground_truth} (0: out of memory) */
 static int interaction_kwargs(cJSON *extra, const char *question, const char *truth) {
-    size_t qn = strlen(question), in = strlen(VC_GSM8K_TOOL_INSTRUCTION);
-    char *query = malloc(qn + in + 2);
+    char *query = vc_rs_cat(question, " ", VC_GSM8K_TOOL_INSTRUCTION, NULL, NULL, NULL);
     cJSON *ik = query ? cJSON_AddObjectToObject(extra, "interaction_kwargs") : NULL;
-    if (query) memcpy(query, question, qn), query[qn] = ' ', memcpy(query + qn + 1, VC_GSM8K_TOOL_INSTRUCTION, in + 1);
     int ok = ik && cJSON_AddStringToObject(ik, "name", "gsm8k") && cJSON_AddStringToObject(ik, "query", query) &&
              cJSON_AddStringToObject(ik, "ground_truth", truth);
     free(query);
@@ -89,7 +75,8 @@ static cJSON *verl_fields_ex(cJSON *row, const char *source, const char *agent, 
     if (!row || !cJSON_AddStringToObject(row, "data_source", source)) return NULL;
     if (agent && !cJSON_AddStringToObject(row, "agent_name", agent)) return NULL;
     cJSON *prompt = cJSON_AddArrayToObject(row, "prompt");
-    if ((system && !add_message(prompt, "system", system, NULL)) || !add_message(prompt, "user", question, instruction))
+    if ((system && !vc_row_message(prompt, "system", system, NULL, NULL, NULL)) ||
+        !vc_row_message(prompt, "user", question, instruction ? " " : NULL, instruction, NULL))
         return NULL;
     cJSON_AddStringToObject(row, "ability", "math");
     cJSON *rm = cJSON_AddObjectToObject(row, "reward_model");
@@ -113,7 +100,8 @@ static cJSON *build_row(const char *question, const char *answer, const char *so
     cJSON *row = cJSON_CreateObject();
     if (form == VC_GSM8K_SFT) {
         cJSON *msgs = row ? cJSON_AddArrayToObject(row, "messages") : NULL;
-        if (!add_message(msgs, "user", question, VC_GSM8K_INSTRUCTION) || !add_message(msgs, "assistant", answer, NULL)) {
+        if (!vc_row_message(msgs, "user", question, " ", VC_GSM8K_INSTRUCTION, NULL) ||
+            !vc_row_message(msgs, "assistant", answer, NULL, NULL, NULL)) {
             cJSON_Delete(row);
             return NULL;
         }

@@ -1,6 +1,7 @@
 /* Rowan/hellaswag to verl's rows, as verl's examples/data_preprocess/hellaswag.py makes them: rows without a label
  * dropped, the context as one user message, the endings as a model reward's multiple choices. */
 #include "verlc/data.h"
+#include "data/rows.h"
 #include "verlc/json.h"
 #include "verlc/report.h"
 #include "rl/reward_str.h"
@@ -21,16 +22,6 @@ static char *preprocess(const char *text, struct re_pattern_buffer *brackets) {
     return d;
 }
 
-/* raw's string field key into *out (VC_ERR_FORMAT naming the row and key where it is missing, not a string or not
- * UTF-8) */
-static vc_status text_field(const cJSON *raw, const char *key, const char *where, const char **out) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(raw, key);
-    *out = cJSON_IsString(v) && vc_rs_valid_utf8(v->valuestring) ? v->valuestring : NULL;
-    return *out ? VC_OK
-                : vc_fail(VC_ERR_FORMAT, "%s: `%s` %s", where, key,
-                          !v ? "is missing" : cJSON_IsString(v) ? "is not valid UTF-8" : "is not a string");
-}
-
 /* Python's int() of a label: an optional sign and decimal digits between white space */
 static int parse_label(const char *s, long long *out) {
     char *end;
@@ -48,8 +39,8 @@ static vc_status add_fields(cJSON *row, const cJSON *raw, const char *split, int
                             struct re_pattern_buffer *brackets) {
     const char *act, *a, *b, *label;
     vc_status st;
-    if ((st = text_field(raw, "activity_label", where, &act)) || (st = text_field(raw, "ctx_a", where, &a)) ||
-        (st = text_field(raw, "ctx_b", where, &b)) || (st = text_field(raw, "label", where, &label)))
+    if ((st = vc_row_text(raw, "activity_label", where, &act)) || (st = vc_row_text(raw, "ctx_a", where, &a)) ||
+        (st = vc_row_text(raw, "ctx_b", where, &b)) || (st = vc_row_text(raw, "label", where, &label)))
         return st;
     long long gold;
     if (!parse_label(label, &gold)) return vc_fail(VC_ERR_FORMAT, "%s: `label` \"%s\" is not an integer", where, label);
@@ -57,10 +48,8 @@ static vc_status add_fields(cJSON *row, const cJSON *raw, const char *split, int
     if (!cJSON_IsArray(endings)) return vc_fail(VC_ERR_FORMAT, "%s: `endings` is not a list", where);
     char *cap = vc_rs_py_case(b, 1), *ctx = cap ? vc_rs_cat(act, ": ", a, " ", cap, "") : NULL;
     char *query = ctx ? preprocess(ctx, brackets) : NULL;
-    cJSON *prompt = cJSON_CreateArray(), *msg = cJSON_CreateObject(), *rm = cJSON_CreateObject(), *choices = NULL;
-    if (msg && !cJSON_AddItemToArray(prompt, msg)) cJSON_Delete(msg), msg = NULL; /* (now the prompt's) */
-    int ok = query && msg && cJSON_AddStringToObject(msg, "role", "user") &&
-             cJSON_AddStringToObject(msg, "content", query) && cJSON_AddStringToObject(rm, "style", "model") &&
+    cJSON *prompt = cJSON_CreateArray(), *rm = cJSON_CreateObject(), *choices = NULL;
+    int ok = query && vc_row_message(prompt, "user", query, NULL, NULL, NULL) && cJSON_AddStringToObject(rm, "style", "model") &&
              cJSON_AddStringToObject(rm, "eval", "multiple_choice") &&
              cJSON_AddNumberToObject(rm, "ground_truth", (double)gold) && (choices = cJSON_AddArrayToObject(rm, "choices"));
     free(cap);

@@ -1,6 +1,7 @@
 /* Dahoas/full-hh-rlhf to verl's SFT, reward-model and RL rows, as verl's examples/data_preprocess/full_hh_rlhf.py
  * makes them (its three --split forms). */
 #include "verlc/data.h"
+#include "data/rows.h"
 #include "verlc/json.h"
 #include "verlc/report.h"
 #include <cjson/cJSON.h>
@@ -25,14 +26,6 @@ void vc_hh_rm_slices(size_t n, size_t *train_end, size_t *test_start) {
     *test_start = start < 0 ? 0 : (size_t)start;
 }
 
-/* raw's string field key into *out (VC_ERR_FORMAT naming the row and key where it is missing or not a string) */
-static vc_status field(const cJSON *raw, const char *key, const char *in_path, long long line, const char **out) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(raw, key);
-    *out = cJSON_IsString(v) ? v->valuestring : NULL;
-    return *out ? VC_OK
-                : vc_fail(VC_ERR_FORMAT, "%s:%lld: `%s` %s", in_path, line, key, v ? "is not a string" : "is missing");
-}
-
 /* a new object of the given string fields (NULL: out of memory) */
 static cJSON *strings_row(const char *const *keys, const char *const *vals, int n) {
     cJSON *row = cJSON_CreateObject();
@@ -47,10 +40,7 @@ static cJSON *strings_row(const char *const *keys, const char *const *vals, int 
 /* the RL row: raw's columns but `response` in their order (prompt as a user message), then the script's new fields */
 static cJSON *rl_row(const cJSON *raw, const char *prompt, const char *response, int64_t index) {
     cJSON *add = cJSON_CreateObject(), *row = cJSON_CreateObject();
-    cJSON *msgs = cJSON_AddArrayToObject(add, "prompt"), *msg = cJSON_CreateObject();
-    if (msg && !cJSON_AddItemToArray(msgs, msg)) cJSON_Delete(msg), msg = NULL; /* (now the prompt's) */
-    int ok = msg && cJSON_AddStringToObject(msg, "role", "user") &&
-             cJSON_AddStringToObject(msg, "content", prompt) &&
+    int ok = vc_row_message(cJSON_AddArrayToObject(add, "prompt"), "user", prompt, NULL, NULL, NULL) &&
              cJSON_AddStringToObject(add, "data_source", "Dahoas/full-hh-rlhf") &&
              cJSON_AddStringToObject(add, "ability", "alignment");
     cJSON *rm = ok ? cJSON_AddObjectToObject(add, "reward_model") : NULL;
@@ -94,12 +84,12 @@ vc_status vc_hh_rlhf_convert(const char *in_path, const char *out_dir, vc_hh_spl
     if (!rows) st = vc_fail(VC_ERR_NOMEM, "%s: out of memory", in_path);
     for (size_t i = 0; !st && i < d->n_rows; i++) {
         const cJSON *raw = d->rows[i];
-        long long line = (long long)d->lines[i];
+        char where[600];
+        snprintf(where, sizeof where, "%s:%lld", in_path, (long long)d->lines[i]);
         const char *p = NULL, *r = NULL, *ch = NULL, *rej = NULL;
-        if ((st = field(raw, "prompt", in_path, line, &p)) ||
-            (st = split == VC_HH_RL ? field(raw, "response", in_path, line, &r)
-                                    : field(raw, "chosen", in_path, line, &ch)) ||
-            (split != VC_HH_RL && (st = field(raw, "rejected", in_path, line, &rej))))
+        if ((st = vc_row_text(raw, "prompt", where, &p)) ||
+            (st = split == VC_HH_RL ? vc_row_text(raw, "response", where, &r) : vc_row_text(raw, "chosen", where, &ch)) ||
+            (split != VC_HH_RL && (st = vc_row_text(raw, "rejected", where, &rej))))
             break;
         if (split == VC_HH_SFT) {
             static const char *const K[2] = { "prompt", "response" };

@@ -2,6 +2,7 @@
  * them: datasets' train_test_split(test_size=0.1, seed=42) of the rows (numpy's default_rng(42).permutation), each
  * image kept as its {bytes, path} record. */
 #include "verlc/data.h"
+#include "data/rows.h"
 #include "verlc/json.h"
 #include "verlc/report.h"
 #include "verlc/rng.h"
@@ -24,26 +25,21 @@ void vc_hf_split_sizes(size_t n, double test_size, size_t *n_train, size_t *n_te
 
 /* the script's process_fn of raw (the split's index-th row): the row verl writes, its selected columns */
 static vc_status make_row(const cJSON *raw, const char *split, size_t index, const char *where, cJSON **out) {
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(raw, "problem"), *s = cJSON_GetObjectItemCaseSensitive(raw, "solution");
+    const char *problem, *solution;
     const cJSON *img = cJSON_GetObjectItemCaseSensitive(raw, "image");
-    if (!cJSON_IsString(p) || !cJSON_IsString(s) || !img)
-        return vc_fail(VC_ERR_FORMAT, "%s: `%s` is %s", where, !cJSON_IsString(p) ? "problem" : !cJSON_IsString(s) ? "solution" : "image",
-                       (!cJSON_IsString(p) ? p : !cJSON_IsString(s) ? s : img) ? "not a string" : "missing");
-    size_t pn = strlen(p->valuestring), in = strlen(OPENR1MM_INSTRUCTION);
-    size_t cap = pn + in + sizeof "<image>\n\n\n";
-    char *content = malloc(cap);
-    if (content) snprintf(content, cap, "<image>\n%s\n\n%s", p->valuestring, OPENR1MM_INSTRUCTION);
-    cJSON *row = content ? cJSON_CreateObject() : NULL, *msg = NULL, *images = NULL, *rm = NULL, *extra = NULL;
+    vc_status st;
+    if ((st = vc_row_text(raw, "problem", where, &problem)) || (st = vc_row_text(raw, "solution", where, &solution)))
+        return st;
+    if (!img) return vc_fail(VC_ERR_FORMAT, "%s: `image` is missing", where);
+    cJSON *row = cJSON_CreateObject(), *images = NULL, *rm = NULL, *extra = NULL;
     cJSON *prompt = row && cJSON_AddStringToObject(row, "data_source", OPENR1MM_SOURCE) ? cJSON_AddArrayToObject(row, "prompt") : NULL;
-    if (prompt && (msg = cJSON_CreateObject()) && !cJSON_AddItemToArray(prompt, msg)) cJSON_Delete(msg), msg = NULL;
-    int ok = msg && cJSON_AddStringToObject(msg, "role", "user") && cJSON_AddStringToObject(msg, "content", content) &&
+    int ok = vc_row_message(prompt, "user", "<image>\n", problem, "\n\n", OPENR1MM_INSTRUCTION) &&
              (images = cJSON_AddArrayToObject(row, "images")) && cJSON_AddItemToArray(images, cJSON_Duplicate(img, 1)) &&
              cJSON_AddStringToObject(row, "ability", "math") && (rm = cJSON_AddObjectToObject(row, "reward_model")) &&
-             cJSON_AddStringToObject(rm, "style", "rule") && cJSON_AddStringToObject(rm, "ground_truth", s->valuestring) &&
+             cJSON_AddStringToObject(rm, "style", "rule") && cJSON_AddStringToObject(rm, "ground_truth", solution) &&
              (extra = cJSON_AddObjectToObject(row, "extra_info")) && cJSON_AddStringToObject(extra, "split", split) &&
              cJSON_AddNumberToObject(extra, "index", (double)index) &&
-             cJSON_AddStringToObject(extra, "question", p->valuestring) && cJSON_AddStringToObject(extra, "answer", s->valuestring);
-    free(content);
+             cJSON_AddStringToObject(extra, "question", problem) && cJSON_AddStringToObject(extra, "answer", solution);
     if (!ok) {
         cJSON_Delete(row);
         return vc_fail(VC_ERR_NOMEM, "%s: out of memory", where);

@@ -1,6 +1,7 @@
 /* Search-R1's question-answering rows (PeterJinGo/nq_hotpotqa_train) to verl's tool-calling rows, as verl's
  * examples/data_preprocess/preprocess_search_r1_dataset.py makes them. */
 #include "verlc/data.h"
+#include "data/rows.h"
 #include "verlc/json.h"
 #include "verlc/report.h"
 #include <cjson/cJSON.h>
@@ -22,18 +23,6 @@ static cJSON *copy_or_null(const cJSON *raw, const char *key) {
     return v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull();
 }
 
-/* {role, content: a + b} onto list (0: out of memory) */
-static int add_message(cJSON *list, const char *role, const char *a, const char *b) {
-    size_t an = strlen(a), bn = strlen(b);
-    char *text = malloc(an + bn + 1);
-    cJSON *m = text ? cJSON_CreateObject() : NULL;
-    if (text) memcpy(text, a, an), memcpy(text + an, b, bn + 1);
-    if (m && !cJSON_AddItemToArray(list, m)) cJSON_Delete(m), m = NULL;
-    int ok = m && cJSON_AddStringToObject(m, "role", role) && cJSON_AddStringToObject(m, "content", text);
-    free(text);
-    return ok;
-}
-
 vc_status vc_search_r1_make_row(const cJSON *raw, const char *split, int64_t index, cJSON **out) {
     *out = NULL;
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(raw, "question"), *ds = cJSON_GetObjectItemCaseSensitive(raw, "data_source");
@@ -49,7 +38,8 @@ vc_status vc_search_r1_make_row(const cJSON *raw, const char *split, int64_t ind
     if (source) memcpy(source, "searchR1_", 9), memcpy(source + 9, ds ? ds->valuestring : "", dn + 1);
     cJSON *row = source ? cJSON_CreateObject() : NULL;
     cJSON *prompt = row && cJSON_AddStringToObject(row, "data_source", source) ? cJSON_AddArrayToObject(row, "prompt") : NULL;
-    int ok = prompt && add_message(prompt, "system", SEARCH_R1_SYSTEM, "") && add_message(prompt, "user", SEARCH_R1_USER, question) &&
+    int ok = prompt && vc_row_message(prompt, "system", SEARCH_R1_SYSTEM, NULL, NULL, NULL) &&
+             vc_row_message(prompt, "user", SEARCH_R1_USER, question, NULL, NULL) &&
              cJSON_AddItemToObject(row, "ability", copy_or_null(raw, "ability")) &&
              cJSON_AddItemToObject(row, "reward_model", copy_or_null(raw, "reward_model"));
     cJSON *extra = ok ? cJSON_AddObjectToObject(row, "extra_info") : NULL;
